@@ -1,0 +1,457 @@
+"""Debezium JSON envelopes (PostgreSQL, MySQL, SQL Server; dtle's DML output is the same family).
+
+Pure: text in, common-layout records out, no Spark and no I/O. Handles values with and without
+the Kafka Connect ``schema`` block (``schemas.enable=false``), ops c/u/d/r/t/m, tombstones,
+transaction metadata events, heartbeats and schema-change events, and the PK-change headers
+``__debezium.oldkey`` / ``__debezium.newkey``.
+
+Examples
+--------
+>>> from python_udfs import decode
+>>> decode("debezium", None, '{"before":null,"after":{"id":1},"op":"c",'
+...        '"source":{"connector":"postgresql","name":"pg","db":"d","schema":"public",'
+...        '"table":"t","lsn":5,"ts_ms":0}}')[0]["after_json"]
+'{"id":1}'
+>>> decode("debezium", None, None)[0]["kind"]   # a tombstone
+'tombstone'
+>>> decode("debezium", None, '{"op": ')[0]["decode_error"][:24]
+'malformed JSON in value:'
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+from python_udfs import values
+from python_udfs.layout import error_record, record
+
+FORMAT = "debezium"
+UNAVAILABLE = "__debezium_unavailable_value"
+OPS = {"c": "c", "u": "u", "d": "d", "r": "r"}
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+DecodeError = values.MalformedInput
+
+# --------------------------------------------------------------------------------------------
+# Kafka Connect schema -> value converters
+# --------------------------------------------------------------------------------------------
+
+
+def _decimal_from_bytes(text: str, scale: int) -> Decimal:
+    raw = base64.b64decode(text, validate=True)
+    unscaled = int.from_bytes(raw, "big", signed=True)
+    return Decimal(unscaled).scaleb(-scale)
+
+
+def _field_type(schema: dict[str, Any]) -> str:
+    """Name the type of one Connect field schema the way ``column_types`` reports it."""
+    name = schema.get("name") or ""
+    params = schema.get("parameters") or {}
+    if name == "org.apache.kafka.connect.data.Decimal":
+        precision = params.get("connect.decimal.precision")
+        scale = params.get("scale", "0")
+        return f"decimal({precision},{scale})" if precision else f"decimal(*,{scale})"
+    named = {
+        "io.debezium.data.VariableScaleDecimal": "decimal",
+        "io.debezium.time.Date": "date",
+        "org.apache.kafka.connect.data.Date": "date",
+        "io.debezium.time.Time": "time",
+        "io.debezium.time.MicroTime": "time",
+        "io.debezium.time.NanoTime": "time",
+        "org.apache.kafka.connect.data.Time": "time",
+        "io.debezium.time.ZonedTime": "timetz",
+        "io.debezium.time.Timestamp": "timestamp",
+        "io.debezium.time.MicroTimestamp": "timestamp",
+        "io.debezium.time.NanoTimestamp": "timestamp",
+        "org.apache.kafka.connect.data.Timestamp": "timestamptz",
+        "io.debezium.time.ZonedTimestamp": "timestamptz",
+        "io.debezium.data.Json": "json",
+        "io.debezium.data.Uuid": "uuid",
+        "io.debezium.data.Bits": "bits",
+        "io.debezium.data.Enum": "enum",
+        "io.debezium.data.EnumSet": "set",
+        "io.debezium.data.Xml": "xml",
+    }
+    return named.get(name, str(schema.get("type", "unknown")).lower())
+
+
+def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
+    """Convert one payload value to the canonical image encoding (see ``layout``)."""
+    if value is None or schema is None:
+        return value
+    if isinstance(value, str) and value == UNAVAILABLE:
+        return value
+    name = schema.get("name") or ""
+    kind = schema.get("type")
+    params = schema.get("parameters") or {}
+    if name == "org.apache.kafka.connect.data.Decimal":
+        if isinstance(value, str):
+            return values.decimal_text(_decimal_from_bytes(value, int(params.get("scale", 0))))
+        return values.decimal_text(Decimal(str(value)))  # decimal.handling.mode=double/string
+    if name == "io.debezium.data.VariableScaleDecimal":
+        if isinstance(value, dict):
+            return values.decimal_text(_decimal_from_bytes(value["value"], int(value["scale"])))
+        return values.decimal_text(Decimal(str(value)))
+    if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
+        return (dt.date(1970, 1, 1) + dt.timedelta(days=int(value))).isoformat()
+    if name in ("io.debezium.time.Time", "org.apache.kafka.connect.data.Time"):
+        return values.time_text(int(value) * 1_000_000)
+    if name == "io.debezium.time.MicroTime":
+        return values.time_text(int(value) * 1_000)
+    if name == "io.debezium.time.NanoTime":
+        return values.time_text(int(value))
+    if name == "io.debezium.time.Timestamp":
+        return values.timestamp_text(int(value) * 1_000_000, zone=None)
+    if name == "io.debezium.time.MicroTimestamp":
+        return values.timestamp_text(int(value) * 1_000, zone=None)
+    if name == "io.debezium.time.NanoTimestamp":
+        return values.timestamp_text(int(value), zone=None)
+    if name == "org.apache.kafka.connect.data.Timestamp":
+        return values.timestamp_text(int(value) * 1_000_000, zone="Z")
+    if kind == "struct" and isinstance(value, dict):
+        fields = {f.get("field"): f for f in schema.get("fields") or []}
+        return {k: _convert(v, fields.get(k)) for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        return [_convert(v, schema.get("items")) for v in value]
+    if kind == "bytes" and not isinstance(value, str):
+        raise DecodeError(f"bytes value is not base64 text: {value!r:.60}")
+    return value
+
+
+def _struct_fields(schema: dict[str, Any] | None, field_name: str) -> dict[str, Any] | None:
+    """The Connect schema of the envelope field ``field_name`` (before, after, source...)."""
+    if not schema:
+        return None
+    for f in schema.get("fields") or []:
+        if f.get("field") == field_name:
+            return f
+    return None
+
+
+def _image(
+    value: Any, schema: dict[str, Any] | None, where: str
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """Convert a before/after image; return it without unavailable columns, and their names."""
+    if value is None:
+        return None, []
+    if not isinstance(value, dict):
+        raise DecodeError(f"{where} is not an object: {value!r:.60}")
+    fields = {f.get("field"): f for f in (schema or {}).get("fields") or []}
+    out: dict[str, Any] = {}
+    unavailable: list[str] = []
+    for column, raw in value.items():
+        if raw == UNAVAILABLE:
+            unavailable.append(column)
+            continue
+        try:
+            out[column] = _convert(raw, fields.get(column))
+        except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+            raise DecodeError(f"{where}.{column}: cannot convert {raw!r:.60}: {exc}") from exc
+    return out, unavailable
+
+
+def _column_types(schema: dict[str, Any] | None) -> dict[str, str] | None:
+    if not schema:
+        return None
+    return {f["field"]: _field_type(f) for f in schema.get("fields") or [] if "field" in f}
+
+
+# --------------------------------------------------------------------------------------------
+# Positions
+# --------------------------------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def position(engine: str | None, source: dict[str, Any]) -> str | None:
+    """A fixed-width text that sorts the changes of one source in log order.
+
+    PostgreSQL: ``lsn`` (20 digits). MySQL/dtle: binlog file sequence number, ``pos``, ``row``.
+    SQL Server: ``commit_lsn``, ``change_lsn``, ``event_serial_no``. Unknown engines: null.
+    """
+    if engine == "postgresql":
+        lsn = _int(source.get("lsn"))
+        return None if lsn is None else f"{lsn:020d}"
+    if engine == "mysql":
+        file = source.get("file")
+        pos = _int(source.get("pos"))
+        if file is None or pos is None:
+            return None
+        return f"{values.binlog_sequence(file)}/{pos:020d}/{_int(source.get('row')) or 0:010d}"
+    if engine == "sqlserver":
+        commit = source.get("commit_lsn")
+        change = source.get("change_lsn")
+        serial = _int(source.get("event_serial_no")) or 0
+        if commit is None and change is None:
+            return None
+        return f"{commit or change}/{change or commit}/{serial:010d}"
+    return None
+
+
+def _engine(source: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
+    connector = source.get("connector")
+    if connector:
+        return {"sqlserver": "sqlserver", "postgresql": "postgresql"}.get(connector, connector)
+    name = ((_struct_fields(schema, "source") or {}).get("name")) or ""
+    for engine in ("postgresql", "mysql", "sqlserver", "oracle", "mongodb", "db2"):
+        if f".{engine}." in name:
+            return engine
+    if "file" in source and "pos" in source:  # dtle and old MySQL connectors send no connector
+        return "mysql"
+    if "lsn" in source:
+        return "postgresql"
+    if "change_lsn" in source or "commit_lsn" in source:
+        return "sqlserver"
+    return None
+
+
+def _timestamp(ms: Any) -> dt.datetime | None:
+    if ms is None:
+        return None
+    return EPOCH + dt.timedelta(milliseconds=int(ms))
+
+
+def _committed_at(source: dict[str, Any]) -> dt.datetime | None:
+    if source.get("ts_ms") not in (None, 0):
+        return _timestamp(source["ts_ms"])
+    if source.get("ts_sec") not in (None, 0):  # dtle, Debezium MySQL 0.x
+        return _timestamp(int(source["ts_sec"]) * 1000)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------------
+
+
+def _unwrap(doc: Any, where: str) -> tuple[Any, dict[str, Any] | None]:
+    """Split a ``{schema, payload}`` envelope; a schema-less document is its own payload."""
+    if isinstance(doc, dict) and "payload" in doc and "schema" in doc:
+        schema = doc["schema"]
+        if schema is not None and not isinstance(schema, dict):
+            raise DecodeError(f"{where}.schema is not an object")
+        return doc["payload"], schema
+    return doc, None
+
+
+def _header(headers: list[tuple[str, str | None]] | None, name: str) -> str | None:
+    for header_name, header_value in headers or ():
+        if header_name == name:
+            return header_value
+    return None
+
+
+def _key(key: str | None) -> tuple[dict[str, Any] | None, list[str] | None]:
+    if key is None:
+        return None, None
+    payload, schema = _unwrap(values.parse_json(key, "key"), "key")
+    if payload is None:
+        return None, None
+    if not isinstance(payload, dict):
+        # A primitive key (message.key.columns on one column): no column name to give it.
+        return {"key": payload}, ["key"]
+    converted, _ = _image(payload, schema, "key")
+    columns = [f["field"] for f in (schema or {}).get("fields") or [] if "field" in f]
+    return converted, columns or list(payload)
+
+
+def _linked_key(text: str | None) -> str | None:
+    """The old/new key carried by a PK-change header, as canonical key JSON."""
+    if text is None:
+        return None
+    converted, _ = _key(text)
+    return values.dump_json(converted)
+
+
+def decode(
+    key: str | None, value: str | None, headers: list[tuple[str, str | None]] | None = None
+) -> list[dict[str, Any]]:
+    """Decode one Debezium Kafka record into common-layout records. Never raises."""
+    try:
+        return _decode(key, value, headers)
+    except DecodeError as exc:
+        return [error_record(FORMAT, str(exc))]
+    except Exception as exc:  # a decoder must never raise: name the unexpected failure
+        return [error_record(FORMAT, f"unexpected {type(exc).__name__}: {exc}"[:500])]
+
+
+def _decode(
+    key: str | None, value: str | None, headers: list[tuple[str, str | None]] | None
+) -> list[dict[str, Any]]:
+    key_values, key_columns = _key(key)
+    key_json = values.dump_json(key_values)
+    if value is None:
+        # Kafka tombstone: log compaction marker after a delete; carries the key only.
+        return [
+            record(
+                envelope_format=FORMAT,
+                row_index=0,
+                kind="tombstone",
+                key_json=key_json,
+                key_columns=key_columns,
+            )
+        ]
+    payload, schema = _unwrap(values.parse_json(value, "value"), "value")
+    if not isinstance(payload, dict):
+        raise DecodeError(f"value payload is not an object: {payload!r:.60}")
+
+    if "status" in payload and "id" in payload and "op" not in payload:
+        return [_transaction(payload)]
+    if "ddl" in payload or "tableChanges" in payload:
+        return [_schema_change(payload, key_json, key_columns)]
+    if "op" not in payload:
+        if set(payload) <= {"ts_ms"}:
+            # Heartbeat (io.debezium.connector.common.Heartbeat): only a timestamp.
+            return [
+                record(
+                    envelope_format=FORMAT,
+                    row_index=0,
+                    kind="heartbeat",
+                    source_name=(key_values or {}).get("serverName"),
+                    captured_at=_timestamp(payload.get("ts_ms")),
+                    key_json=key_json,
+                )
+            ]
+        raise DecodeError(f"value payload has no 'op' (fields: {', '.join(sorted(payload))[:80]})")
+
+    op_raw = payload["op"]
+    source = payload.get("source") or {}
+    if not isinstance(source, dict):
+        raise DecodeError("value payload.source is not an object")
+    engine = _engine(source, schema)
+    common = {
+        "envelope_format": FORMAT,
+        "row_index": 0,
+        "source_engine": engine,
+        "source_name": source.get("name"),
+        "database_name": source.get("db"),
+        "schema_name": source.get("schema") or None,
+        "table_name": source.get("table") or None,
+        "op_raw": op_raw,
+        "committed_at": _committed_at(source),
+        "captured_at": _timestamp(payload.get("ts_ms")),
+        "transaction_id": _transaction_id(payload, source),
+        "position": position(engine, source),
+        "is_snapshot": _snapshot(source.get("snapshot")),
+    }
+    if engine == "sqlserver" and common["schema_name"] is None:
+        common["schema_name"] = source.get("schema")
+
+    if op_raw in OPS:
+        before_schema = _struct_fields(schema, "before")
+        after_schema = _struct_fields(schema, "after")
+        before, before_missing = _image(payload.get("before"), before_schema, "before")
+        after, after_missing = _image(payload.get("after"), after_schema, "after")
+        if op_raw in ("c", "r") and after is None:
+            raise DecodeError(f"op '{op_raw}' without an 'after' image")
+        if op_raw == "d" and before is None and key_values is None:
+            raise DecodeError("op 'd' with neither a 'before' image nor a key")
+        linked = None
+        if op_raw == "c":
+            linked = _linked_key(_header(headers, "__debezium.oldkey"))
+        elif op_raw == "d":
+            linked = _linked_key(_header(headers, "__debezium.newkey"))
+        return [
+            record(
+                **common,
+                kind="row",
+                op=OPS[op_raw],
+                key_json=key_json,
+                key_columns=key_columns,
+                before_json=values.dump_json(before),
+                after_json=values.dump_json(after),
+                unavailable_columns=(after_missing or before_missing) or None,
+                column_types=_column_types(after_schema or before_schema),
+                linked_key_json=linked,
+            )
+        ]
+    if op_raw == "t":
+        return [record(**common, kind="truncate")]
+    if op_raw == "m":
+        message = payload.get("message") or {}
+        content = message.get("content")
+        return [
+            record(
+                **common,
+                kind="message",
+                message_prefix=message.get("prefix"),
+                message_content=None if content is None else base64.b64decode(content),
+            )
+        ]
+    raise DecodeError(f"unknown op {op_raw!r} (expected c, u, d, r, t or m)")
+
+
+def _snapshot(flag: Any) -> bool | None:
+    """``source.snapshot`` is a boolean in old connectors, 'true'/'last'/'false'/'incremental'."""
+    if flag is None:
+        return None
+    if isinstance(flag, bool):
+        return flag
+    return str(flag).lower() in ("true", "first", "first_in_data_collection", "last",
+                                 "last_in_data_collection", "incremental")
+
+
+def _transaction_id(payload: dict[str, Any], source: dict[str, Any]) -> str | None:
+    block = payload.get("transaction")
+    if isinstance(block, dict) and block.get("id") is not None:
+        return str(block["id"])
+    for name in ("txId", "gtid"):
+        if source.get(name) is not None:
+            return str(source[name])
+    return None
+
+
+def _transaction(payload: dict[str, Any]) -> dict[str, Any]:
+    """A transaction metadata event (BEGIN/END) from the ``<prefix>.transaction`` topic."""
+    status = payload.get("status")
+    if status not in ("BEGIN", "END"):
+        raise DecodeError(f"transaction event with unknown status {status!r}")
+    return record(
+        envelope_format=FORMAT,
+        row_index=0,
+        kind="transaction",
+        op_raw=status,
+        transaction_id=str(payload.get("id")),
+        committed_at=_timestamp(payload.get("ts_ms")),
+    )
+
+
+def _schema_change(
+    payload: dict[str, Any], key_json: str | None, key_columns: list[str] | None
+) -> dict[str, Any]:
+    """A schema-change event (Debezium schema change topic, dtle SchemaChangeTopic)."""
+    source = payload.get("source") or {}
+    position_block = payload.get("position") or {}
+    engine = _engine({**source, **position_block}, None) or source.get("connector")
+    pos_source = {**position_block, **source} if position_block else source
+    changes = payload.get("tableChanges") or []
+    first = changes[0] if changes and isinstance(changes[0], dict) else {}
+    table_id = str(first.get("id") or "").replace('"', "")
+    table = table_id.split(".")[-1] if table_id else None
+    return record(
+        envelope_format=FORMAT,
+        row_index=0,
+        kind="ddl",
+        op_raw=first.get("type"),
+        source_engine=engine,
+        source_name=source.get("server") or source.get("name"),
+        database_name=payload.get("databaseName") or source.get("db"),
+        schema_name=payload.get("schemaName") or None,
+        table_name=table or source.get("table"),
+        key_json=key_json,
+        key_columns=key_columns,
+        committed_at=_committed_at({**position_block, **source}),
+        captured_at=_timestamp(payload.get("ts_ms")),
+        position=position(engine, pos_source),
+        is_snapshot=_snapshot(pos_source.get("snapshot")),
+        ddl=payload.get("ddl"),
+    )

