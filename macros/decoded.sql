@@ -41,7 +41,9 @@ kafka_records as (
         landed_at,
         from_json(
             raw_record,
-            'topic string, partition int, offset bigint, ts bigint, headers array<string>, key string, payload string'
+            'topic string, partition int, offset bigint, ts bigint, headers array<string>, '
+            || 'key string, payload string, _corrupt_record string',
+            map('columnNameOfCorruptRecord', '_corrupt_record')
         ) as kafka
     from raw_records
 ),
@@ -50,7 +52,7 @@ checked as (
     select
         *,
         case
-            when kafka is null then 'malformed kcat JSON line'
+            when kafka is null or kafka._corrupt_record is not null then 'malformed kcat JSON line'
             when kafka.topic is null or kafka.offset is null then 'kcat record without topic or offset'
         end as landing_error
     from kafka_records

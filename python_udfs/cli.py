@@ -151,6 +151,8 @@ def print_counts() -> None:
     schema = os.environ.get("CHANGELAKE_SCHEMA", "changelake")
     print("\nrow counts:")
     for row in session.sql(f"show tables in {schema}").collect():
+        if row.isTemporary:
+            continue
         name = row.tableName
         count = session.sql(f"select count(*) as n from {schema}.{name}").collect()[0].n
         print(f"  {schema}.{name:<40} {count:>8}")
