@@ -27,7 +27,7 @@ pytest: setup
 lint: setup
 	$(BIN)/ruff check python_udfs tests
 	$(BIN)/ruff format --check python_udfs tests
-	$(BIN)/sqlfluff lint models macros tests/generic
+	$(BIN)/sqlfluff lint models tests
 
 test: setup lint pytest
 

@@ -106,6 +106,8 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
         RUNTIME.start(home, Path(profiles), _option(full, "--target", "-t"))
     result = dbtRunner().invoke(full)
     if result.exception is not None:
+        # dbt's own CLI prints usage errors and crashes; in-process they come back as objects.
+        runtime.log(f"dbt: {type(result.exception).__name__}: {result.exception}")
         return 2, result
     return (0 if result.success else 1), result
 

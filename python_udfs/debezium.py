@@ -80,6 +80,30 @@ def _field_type(schema: dict[str, Any]) -> str:
     return named.get(name, str(schema.get("type", "unknown")).lower())
 
 
+_INTEGER_TYPES = {"int8", "int16", "int32", "int64"}
+
+
+def _field_name(field_schema: dict[str, Any]) -> str | None:
+    """A struct field's name: ``field`` in Connect JSON, ``name`` in the nested spelling."""
+    return field_schema.get("field") or (
+        field_schema.get("name") if "schema" in field_schema else None
+    )
+
+
+def _fields(schema: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Map field name -> field schema for a struct schema in either spelling.
+
+    Besides Kafka Connect's JSON form (``{"field": "id", "type": "int32"}``) some documents
+    (the Debezium PostgreSQL seed among them) nest it: ``{"name": "id", "schema": {...}}``.
+    """
+    out = {}
+    for f in (schema or {}).get("fields") or []:
+        name = _field_name(f)
+        if name is not None:
+            out[name] = f.get("schema", f) if "field" not in f else f
+    return out
+
+
 def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     """Convert one payload value to the canonical image encoding (see ``layout``)."""
     if value is None or schema is None:
@@ -87,8 +111,10 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     if isinstance(value, str) and value == UNAVAILABLE:
         return value
     name = schema.get("name") or ""
-    kind = schema.get("type")
+    kind = str(schema.get("type") or "").lower()
     params = schema.get("parameters") or {}
+    if kind in _INTEGER_TYPES and isinstance(value, str):
+        return int(value)  # integer sent as text (the nested-schema spelling does this)
     if name == "org.apache.kafka.connect.data.Decimal":
         if isinstance(value, str):
             return values.decimal_text(_decimal_from_bytes(value, int(params.get("scale", 0))))
@@ -114,7 +140,7 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     if name == "org.apache.kafka.connect.data.Timestamp":
         return values.timestamp_text(int(value) * 1_000_000, zone="Z")
     if kind == "struct" and isinstance(value, dict):
-        fields = {f.get("field"): f for f in schema.get("fields") or []}
+        fields = _fields(schema)
         return {k: _convert(v, fields.get(k)) for k, v in value.items()}
     if kind == "array" and isinstance(value, list):
         return [_convert(v, schema.get("items")) for v in value]
@@ -141,7 +167,7 @@ def _image(
         return None, []
     if not isinstance(value, dict):
         raise DecodeError(f"{where} is not an object: {value!r:.60}")
-    fields = {f.get("field"): f for f in (schema or {}).get("fields") or []}
+    fields = _fields(schema)
     out: dict[str, Any] = {}
     unavailable: list[str] = []
     for column, raw in value.items():
@@ -158,7 +184,7 @@ def _image(
 def _column_types(schema: dict[str, Any] | None) -> dict[str, str] | None:
     if not schema:
         return None
-    return {f["field"]: _field_type(f) for f in schema.get("fields") or [] if "field" in f}
+    return {name: _field_type(f) for name, f in _fields(schema).items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,8 +286,7 @@ def _key(key: str | None) -> tuple[dict[str, Any] | None, list[str] | None]:
         # A primitive key (message.key.columns on one column): no column name to give it.
         return {"key": payload}, ["key"]
     converted, _ = _image(payload, schema, "key")
-    columns = [f["field"] for f in (schema or {}).get("fields") or [] if "field" in f]
-    return converted, columns or list(payload)
+    return converted, list(_fields(schema)) or list(payload)
 
 
 def _linked_key(text: str | None) -> str | None:
@@ -396,8 +421,14 @@ def _snapshot(flag: Any) -> bool | None:
         return None
     if isinstance(flag, bool):
         return flag
-    return str(flag).lower() in ("true", "first", "first_in_data_collection", "last",
-                                 "last_in_data_collection", "incremental")
+    return str(flag).lower() in (
+        "true",
+        "first",
+        "first_in_data_collection",
+        "last",
+        "last_in_data_collection",
+        "incremental",
+    )
 
 
 def _transaction_id(payload: dict[str, Any], source: dict[str, Any]) -> str | None:

@@ -30,26 +30,50 @@ from typing import Any
 # (name, Spark SQL type, description)
 FIELDS: tuple[tuple[str, str, str], ...] = (
     # lineage (feed, topic, partition and offset are added by the decoded model from the raw record)
-    ("envelope_format", "string", "Envelope format the record was decoded as (debezium, canal, ...)."),
-    ("row_index", "int", "Index of this change within its Kafka message (Canal carries several rows)."),
+    (
+        "envelope_format",
+        "string",
+        "Envelope format the record was decoded as (debezium, canal, ...).",
+    ),
+    (
+        "row_index",
+        "int",
+        "Index of this change within its Kafka message (Canal carries several rows).",
+    ),
     # what
-    ("source_engine", "string", "Source database engine: postgresql, mysql, sqlserver, oracle, ..."),
+    (
+        "source_engine",
+        "string",
+        "Source database engine: postgresql, mysql, sqlserver, oracle, ...",
+    ),
     ("source_name", "string", "Logical source or server name (Debezium topic prefix, server)."),
     ("database_name", "string", "Source database."),
     ("schema_name", "string", "Source schema (PostgreSQL, SQL Server); null where none."),
     ("table_name", "string", "Source table."),
     # kind
     ("kind", "string", "row, truncate, ddl, message, heartbeat, transaction or tombstone."),
-    ("op", "string", "For kind = row: canonical c (insert), u (update), d (delete), r (snapshot read)."),
+    (
+        "op",
+        "string",
+        "For kind = row: canonical c (insert), u (update), d (delete), r (snapshot read).",
+    ),
     ("op_raw", "string", "The operation exactly as the envelope sent it."),
     # data
     ("key_json", "string", "Primary-key columns and values as a JSON object."),
     ("key_columns", "array<string>", "Primary-key column names, in key order."),
     ("before_json", "string", "Row image before the change, JSON object (see layout docs)."),
     ("after_json", "string", "Row image after the change, JSON object (see layout docs)."),
-    ("unavailable_columns", "array<string>", "Columns whose value the source did not send (TOAST)."),
+    (
+        "unavailable_columns",
+        "array<string>",
+        "Columns whose value the source did not send (TOAST).",
+    ),
     ("column_types", "map<string,string>", "Column name to type, as declared by the envelope."),
-    ("linked_key_json", "string", "PK change: on the insert the old key, on the delete the new key."),
+    (
+        "linked_key_json",
+        "string",
+        "PK change: on the insert the old key, on the delete the new key.",
+    ),
     # order
     ("committed_at", "timestamp", "Source commit time of the change (UTC)."),
     ("captured_at", "timestamp", "Time the capture process handled the change (UTC)."),

