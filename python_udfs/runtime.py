@@ -308,6 +308,9 @@ def spark_session(target: Target, home: Path) -> SparkSession:
         return session
 
     log(ensure_java(home))
+    if (target.master or "local").startswith("local"):
+        # Embedded: the driver's servers listen on loopback only.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName("changelake").enableHiveSupport()
     for key, value in target.params.items():
         builder = builder.config(key, value)
