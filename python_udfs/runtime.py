@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -301,6 +302,11 @@ def spark_session(target: Target, home: Path) -> SparkSession:
         # dbt-spark's cursor calls SparkSession.builder.getOrCreate(); SPARK_REMOTE makes that
         # return the Connect session too.
         os.environ["SPARK_REMOTE"] = target.remote
+        # That cursor also asks for Hive support on every statement, a static setting a Connect
+        # client cannot change (the server's catalog is what it is): not worth a warning each.
+        warnings.filterwarnings(
+            "ignore", message="Failed to set spark.sql.catalogImplementation", category=UserWarning
+        )
         session = SparkSession.builder.remote(target.remote).getOrCreate()
         for key, value in target.params.items():
             if key != "spark.remote" and not key.startswith(("spark.hadoop.", "spark.driver.")):
