@@ -86,7 +86,7 @@ def with_defaults(args: Sequence[str], home: Path) -> list[str]:
     sub = _subcommand(out)
     if sub in (None, "--version", "--help", "-h", "init"):
         return out
-    if _option(out, "--project-dir") is None:
+    if _option(out, "--project-dir") is None and not os.environ.get("DBT_PROJECT_DIR"):
         out += ["--project-dir", str(home)]
     if _option(out, "--profiles-dir") is None and not os.environ.get("DBT_PROFILES_DIR"):
         out += ["--profiles-dir", str(home / "profiles")]
@@ -97,13 +97,14 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
     """Run one dbt command in-process on the shared session; return (exit code, dbt result)."""
     from dbt.cli.main import dbtRunner
 
-    project = _option(args, "--project-dir")
+    project = _option(args, "--project-dir") or os.environ.get("DBT_PROJECT_DIR")
     home = Path(project).resolve() if project else runtime.project_dir()
     os.environ["CHANGELAKE_HOME"] = str(home)
     full = with_defaults(args, home)
     if _subcommand(full) not in NO_SPARK_COMMANDS:
         profiles = _option(full, "--profiles-dir") or os.environ["DBT_PROFILES_DIR"]
-        RUNTIME.start(home, Path(profiles), _option(full, "--target", "-t"))
+        target = _option(full, "--target", "-t") or os.environ.get("DBT_TARGET")
+        RUNTIME.start(home, Path(profiles), target)
     result = dbtRunner().invoke(full)
     if result.exception is not None:
         # dbt's own CLI prints usage errors and crashes; in-process they come back as objects.
