@@ -16,14 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from python_udfs import debezium
+from python_udfs import canal, dataworks, debezium, dtle, maxwell, ogg, tencent
 from python_udfs.layout import FIELD_NAMES, FIELDS, SPARK_SCHEMA, error_record
 
 Headers = Sequence[tuple[str, "str | None"]] | None
-Decoder = Callable[["str | None", "str | None", Any], list[dict[str, Any]]]
+Decoder = Callable[..., list[dict[str, Any]]]
 
 _DECODERS: dict[str, Decoder] = {
     "debezium": debezium.decode,
+    "dtle_ddl": dtle.decode,
+    "dataworks": dataworks.decode,
+    "tencent": tencent.decode,
+    "canal": canal.decode,
+    "maxwell": maxwell.decode,
+    "ogg": ogg.decode,
 }
 
 ENVELOPE_FORMATS: tuple[str, ...] = tuple(sorted(_DECODERS))
@@ -34,19 +40,31 @@ def decode(
 ) -> list[dict[str, Any]]:
     """Decode one Kafka record of ``envelope_format`` into common-layout records.
 
-    Never raises: an unknown format or an undecodable record gives one record whose
-    ``decode_error`` says why.
+    ``envelope_format`` is a name from :data:`ENVELOPE_FORMATS`, optionally followed by
+    options: ``"tencent;time_zone=UTC"``. Never raises: an unknown format or an undecodable
+    record gives one record whose ``decode_error`` says why.
     """
-    decoder = _DECODERS.get(envelope_format)
+    name, options = parse_format(str(envelope_format))
+    decoder = _DECODERS.get(name)
     if decoder is None:
         return [
             error_record(
-                str(envelope_format),
-                f"unknown envelope format {envelope_format!r}; "
-                f"known: {', '.join(ENVELOPE_FORMATS)}",
+                name,
+                f"unknown envelope format {name!r}; known: {', '.join(ENVELOPE_FORMATS)}",
             )
         ]
-    return decoder(key, value, list(headers) if headers else None)
+    return decoder(key, value, list(headers) if headers else None, options)
+
+
+def parse_format(text: str) -> tuple[str, dict[str, str]]:
+    """Split ``"name;key=value;..."`` into the format name and its options."""
+    name, *parts = text.split(";")
+    options = {}
+    for part in parts:
+        option, _, setting = part.partition("=")
+        if option.strip():
+            options[option.strip()] = setting.strip()
+    return name.strip(), options
 
 
 def register_udfs(spark: Any) -> list[str]:
@@ -62,5 +80,6 @@ __all__ = [
     "FIELD_NAMES",
     "SPARK_SCHEMA",
     "decode",
+    "parse_format",
     "register_udfs",
 ]

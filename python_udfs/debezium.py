@@ -27,7 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from python_udfs import values
-from python_udfs.layout import error_record, record
+from python_udfs.guard import never_raises
+from python_udfs.layout import record
 
 FORMAT = "debezium"
 UNAVAILABLE = "__debezium_unavailable_value"
@@ -297,16 +298,15 @@ def _linked_key(text: str | None) -> str | None:
     return values.dump_json(converted)
 
 
+@never_raises(FORMAT)
 def decode(
-    key: str | None, value: str | None, headers: list[tuple[str, str | None]] | None = None
+    key: str | None,
+    value: str | None,
+    headers: list[tuple[str, str | None]] | None = None,
+    options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one Debezium Kafka record into common-layout records. Never raises."""
-    try:
-        return _decode(key, value, headers)
-    except DecodeError as exc:
-        return [error_record(FORMAT, str(exc))]
-    except Exception as exc:  # a decoder must never raise: name the unexpected failure
-        return [error_record(FORMAT, f"unexpected {type(exc).__name__}: {exc}"[:500])]
+    return _decode(key, value, headers)
 
 
 def _decode(
@@ -332,7 +332,7 @@ def _decode(
     if "status" in payload and "id" in payload and "op" not in payload:
         return [_transaction(payload)]
     if "ddl" in payload or "tableChanges" in payload:
-        return [_schema_change(payload, key_json, key_columns)]
+        return [schema_change(payload, key_json, key_columns)]
     if "op" not in payload:
         if set(payload) <= {"ts_ms"}:
             # Heartbeat (io.debezium.connector.common.Heartbeat): only a timestamp.
@@ -380,7 +380,7 @@ def _decode(
             raise DecodeError(f"op '{op_raw}' without an 'after' image")
         if op_raw == "d" and before is None and key_values is None:
             raise DecodeError("op 'd' with neither a 'before' image nor a key")
-        linked = None
+        linked = values.changed_key(before, after, key_columns)
         if op_raw == "c":
             linked = _linked_key(_header(headers, "__debezium.oldkey"))
         elif op_raw == "d":
@@ -456,7 +456,7 @@ def _transaction(payload: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def _schema_change(
+def schema_change(
     payload: dict[str, Any], key_json: str | None, key_columns: list[str] | None
 ) -> dict[str, Any]:
     """A schema-change event (Debezium schema change topic, dtle SchemaChangeTopic)."""

@@ -1,0 +1,48 @@
+"""The never-raise contract shared by every decoder."""
+
+from __future__ import annotations
+
+import binascii
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from python_udfs.layout import error_record
+from python_udfs.values import MalformedInput
+
+Records = list[dict[str, Any]]
+Decoder = Callable[..., Records]
+
+# Errors that mean "this input is not what the envelope promises": reported as themselves.
+INPUT_ERRORS = (MalformedInput, binascii.Error, UnicodeError)
+
+
+def never_raises(envelope_format: str) -> Callable[[Decoder], Decoder]:
+    """Wrap a decoder so any failure becomes one error record naming what went wrong."""
+
+    def wrap(decoder: Decoder) -> Decoder:
+        @functools.wraps(decoder)
+        def safe(*args: Any, **kwargs: Any) -> Records:
+            try:
+                return decoder(*args, **kwargs)
+            except INPUT_ERRORS as exc:
+                return [error_record(envelope_format, str(exc)[:1000])]
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                return [error_record(envelope_format, f"unexpected shape: {reason}"[:1000])]
+            except RecursionError:
+                return [error_record(envelope_format, "input nested too deeply")]
+            except Exception as exc:  # the contract: a decoder never raises
+                reason = f"unexpected {type(exc).__name__}: {exc}"
+                return [error_record(envelope_format, reason[:1000])]
+
+        return safe
+
+    return wrap
+
+
+def require_object(value: Any, where: str) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else a :class:`MalformedInput` naming ``where``."""
+    if not isinstance(value, dict):
+        raise MalformedInput(f"{where} is not a JSON object: {str(value)[:60]!r}")
+    return value
