@@ -69,8 +69,10 @@ def decode_document(
         raise MalformedInput(f"{op_raw} without data rows")
     old = doc.get("old")
     if old is not None and (not isinstance(old, list) or len(old) != len(rows)):
-        raise MalformedInput(f"'old' has {len(old) if isinstance(old, list) else 'no'} "
-                             f"entries for {len(rows)} data rows")
+        raise MalformedInput(
+            f"'old' has {len(old) if isinstance(old, list) else 'no'} "
+            f"entries for {len(rows)} data rows"
+        )
     key_columns = [str(c) for c in doc.get("pkNames") or []] or None
     mysql_types = doc.get("mysqlType") or {}
     column_types = {str(c): str(t).lower() for c, t in mysql_types.items()} or None

@@ -30,12 +30,23 @@ from python_udfs.values import MalformedInput
 
 FORMAT = "dataworks"
 
-ROW_OPS = {"INSERT": "c", "UPDATE_BEFOR": "u", "UPDATE_BEFORE": "u", "UPDATE_AFTER": "u",
-           "DELETE": "d"}
+ROW_OPS = {
+    "INSERT": "c",
+    "UPDATE_BEFOR": "u",
+    "UPDATE_BEFORE": "u",
+    "UPDATE_AFTER": "u",
+    "DELETE": "d",
+}
 DDL_OPS = {"CREATE", "ALTER", "ERASE", "QUERY", "RENAME", "CINDEX", "DINDEX"}
 TRANSACTION_OPS = {"TRANSACTION_BEGIN", "TRANSACTION_END", "GTID", "XACOMMIT", "XAROLLBACK"}
-TYPES = {"BOOLEAN": "boolean", "DOUBLE": "double", "DATE": "timestamptz", "BYTES": "bytes",
-         "LONG": "int64", "STRING": "string"}
+TYPES = {
+    "BOOLEAN": "boolean",
+    "DOUBLE": "double",
+    "DATE": "timestamptz",
+    "BYTES": "bytes",
+    "LONG": "int64",
+    "STRING": "string",
+}
 
 
 def _value(column: str, raw: Any, kind: str | None) -> Any:
@@ -91,6 +102,10 @@ def decode(
     types = {c["name"]: c.get("type") for c in columns if isinstance(c, dict) and "name" in c}
     stamps = require_object(payload.get("timestamp") or {}, "payload.timestamp")
     sequence = payload.get("sequenceId")
+    # Full-sync (snapshot) rows carry sequenceId -1 and eventTime -1: a snapshot read, placed
+    # before every streamed change, with no known commit time.
+    full_sync = str(sequence) == "-1"
+    event_time = stamps.get("eventTime")
     common = {
         "envelope_format": FORMAT,
         "row_index": 0,
@@ -99,10 +114,14 @@ def decode(
         "schema_name": source.get("schemaName"),
         "table_name": source.get("tableName"),
         "op_raw": op_raw,
-        "committed_at": values.epoch_ms_utc(stamps.get("eventTime")),
-        "captured_at": values.epoch_ms_utc(stamps.get("systemTime")),
+        "committed_at": None
+        if full_sync or event_time == -1
+        else values.epoch_ms_utc(event_time, "timestamp.eventTime"),
+        "captured_at": values.epoch_ms_utc(stamps.get("systemTime"), "timestamp.systemTime"),
         # sequenceId orders full and incremental data; scn (Oracle) is the source's own clock
-        "position": None if sequence in (None, "") else values.padded(sequence, 20),
+        "position": None
+        if sequence in (None, "")
+        else values.padded(0 if full_sync else sequence, 20),
         "transaction_id": payload.get("scn"),
     }
     if op_raw in ROW_OPS:
@@ -121,7 +140,8 @@ def decode(
             record(
                 **common,
                 kind="row",
-                op=ROW_OPS[op_raw],
+                op="r" if full_sync and op_raw == "INSERT" else ROW_OPS[op_raw],
+                is_snapshot=True if full_sync else None,
                 key_json=key_json,
                 key_columns=key_columns,
                 linked_key_json=values.changed_key(before, after, key_columns),

@@ -208,7 +208,7 @@ def position(engine: str | None, source: dict[str, Any]) -> str | None:
     if engine == "postgresql":
         lsn = _int(source.get("lsn"))
         return None if lsn is None else f"{lsn:020d}"
-    if engine == "mysql":
+    if engine in ("mysql", "mariadb"):
         file = source.get("file")
         pos = _int(source.get("pos"))
         if file is None or pos is None:
@@ -224,10 +224,26 @@ def position(engine: str | None, source: dict[str, Any]) -> str | None:
     return None
 
 
+CONNECTORS = {
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "sqlserver",
+    "oracle",
+    "db2",
+    "mongodb",
+    "informix",
+    "vitess",
+    "spanner",
+    "cassandra",
+    "jdbc",
+}
+
+
 def _engine(source: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
     connector = source.get("connector")
-    if connector:
-        return {"sqlserver": "sqlserver", "postgresql": "postgresql"}.get(connector, connector)
+    if connector in CONNECTORS:
+        return connector
     name = ((_struct_fields(schema, "source") or {}).get("name")) or ""
     for engine in ("postgresql", "mysql", "sqlserver", "oracle", "mongodb", "db2"):
         if f".{engine}." in name:
@@ -241,17 +257,15 @@ def _engine(source: dict[str, Any], schema: dict[str, Any] | None) -> str | None
     return None
 
 
-def _timestamp(ms: Any) -> dt.datetime | None:
-    if ms is None:
-        return None
-    return EPOCH + dt.timedelta(milliseconds=int(ms))
+def _timestamp(ms: Any, where: str = "payload.ts_ms") -> dt.datetime | None:
+    return values.epoch_ms_utc(ms, where)
 
 
 def _committed_at(source: dict[str, Any]) -> dt.datetime | None:
     if source.get("ts_ms") not in (None, 0):
-        return _timestamp(source["ts_ms"])
+        return _timestamp(source["ts_ms"], "source.ts_ms")
     if source.get("ts_sec") not in (None, 0):  # dtle, Debezium MySQL 0.x
-        return _timestamp(int(source["ts_sec"]) * 1000)
+        return _timestamp(int(source["ts_sec"]) * 1000, "source.ts_sec")
     return None
 
 
@@ -326,6 +340,17 @@ def _decode(
             )
         ]
     payload, schema = _unwrap(values.parse_json(value, "value"), "value")
+    if payload is None:
+        # A value that is the JSON literal null (a sink file's rendering of a tombstone).
+        return [
+            record(
+                envelope_format=FORMAT,
+                row_index=0,
+                kind="tombstone",
+                key_json=key_json,
+                key_columns=key_columns,
+            )
+        ]
     if not isinstance(payload, dict):
         raise DecodeError(f"value payload is not an object: {payload!r:.60}")
 

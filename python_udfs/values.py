@@ -80,11 +80,23 @@ def binlog_sequence(file: str) -> str:
     return f"{file[: match.start()]}{int(match.group(1)):012d}"
 
 
-def epoch_ms_utc(ms: Any) -> dt.datetime | None:
-    """A UTC datetime from epoch milliseconds (int or digit text); None stays None."""
+_UTC_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+# Spark timestamps span years 1..9999; anything outside is a producer error, not a time.
+_MIN_MS, _MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+
+
+def epoch_ms_utc(ms: Any, where: str = "timestamp") -> dt.datetime | None:
+    """A UTC datetime from epoch milliseconds (int or digit text); None stays None.
+
+    Raises :class:`MalformedInput` naming ``where`` for values outside years 1-9999 (a
+    nanosecond count sent as milliseconds, for example).
+    """
     if ms is None or ms == "":
         return None
-    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=int(ms))
+    number = int(ms)
+    if not _MIN_MS <= number <= _MAX_MS:
+        raise MalformedInput(f"{where} {number} is out of range for epoch milliseconds")
+    return _UTC_EPOCH + dt.timedelta(milliseconds=number)
 
 
 def epoch_auto_utc(value: Any) -> dt.datetime | None:
@@ -97,7 +109,7 @@ def epoch_auto_utc(value: Any) -> dt.datetime | None:
     if value is None or value == "":
         return None
     number = int(value)
-    return epoch_ms_utc(number * 1000 if abs(number) < 10**11 else number)
+    return epoch_ms_utc(number * 1000 if abs(number) < 10**11 else number, "epoch")
 
 
 def zone(text: str) -> dt.tzinfo:

@@ -235,7 +235,7 @@ def test_bad_input_gives_one_error_record(name):
     [
         ("nope", "{}", "unknown envelope format 'nope'"),
         ("debezium", "", "malformed JSON in value"),
-        ("debezium", "null", "value payload is not an object"),
+        ("debezium", '"text"', "value payload is not an object"),
         ("debezium", '{"op":"c","source":{}}', "op 'c' without an 'after' image"),
         ("debezium", '{"op":"d","source":{}}', "op 'd' with neither a 'before' image nor a key"),
         ("debezium", '{"status":"MAYBE","id":"1"}', "transaction event with unknown status"),
@@ -246,6 +246,11 @@ def test_error_reasons_say_what_is_wrong(envelope_format, value, reason):
     (got,) = decode(envelope_format, None, value)
     assert got["kind"] == "error"
     assert reason in got["decode_error"]
+
+
+def test_a_json_null_value_is_a_tombstone():
+    (got,) = decode("debezium", '{"id": 3}', "null")
+    assert (got["kind"], got["key_json"], got["decode_error"]) == ("tombstone", '{"id":3}', None)
 
 
 def test_primitive_key_is_kept_under_a_name():

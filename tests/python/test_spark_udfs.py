@@ -8,15 +8,21 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from python_udfs import FIELD_NAMES, decode
+from python_udfs import ENVELOPE_FORMATS, FIELD_NAMES, decode
 from python_udfs.spark_udfs import decode_row
 
-CASES = [
-    json.loads(line)
-    for line in (Path(__file__).parent / "fixtures" / "debezium" / "cases.jsonl")
-    .read_text()
-    .splitlines()
-]
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = (
+    [
+        {**json.loads(line), "format": "debezium"}
+        for line in (FIXTURES / "debezium" / "cases.jsonl").read_text().splitlines()
+    ]
+    + [
+        {**case, "name": "seed_" + case["name"]}
+        for case in json.loads((FIXTURES / "seeds" / "cases.json").read_text())
+    ]
+    + [json.loads(line) for line in (FIXTURES / "formats" / "cases.jsonl").read_text().splitlines()]
+)
 
 
 def _flat(headers):
@@ -24,20 +30,22 @@ def _flat(headers):
 
 
 def test_udf_matches_pure_decoder(spark):
-    rows = [(c["name"], c["key"], c["value"], _flat(c["headers"])) for c in CASES]
-    df = spark.createDataFrame(rows, "name string, key string, value string, headers array<string>")
+    rows = [(c["name"], c["format"], c["key"], c["value"], _flat(c["headers"])) for c in CASES]
+    df = spark.createDataFrame(
+        rows, "name string, format string, key string, value string, headers array<string>"
+    )
     df.createOrReplaceTempView("udf_cases")
     got = {
         r.name: [c.asDict() for c in r.changes]
         for r in spark.sql(
-            "select name, changelake_decode('debezium', key, value, headers) as changes "
-            "from udf_cases"
+            "select name, changelake_decode(format, key, value, headers) as changes from udf_cases"
         ).collect()
     }
     assert set(got) == {c["name"] for c in CASES}
+    assert {c["format"].split(";")[0] for c in CASES} == set(ENVELOPE_FORMATS)
     for case in CASES:
         expected = decode(
-            "debezium", case["key"], case["value"], [tuple(h) for h in case["headers"] or []]
+            case["format"], case["key"], case["value"], [tuple(h) for h in case["headers"] or []]
         )
         actual = got[case["name"]]
         assert len(actual) == len(expected), case["name"]
