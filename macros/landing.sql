@@ -1,36 +1,56 @@
-{# purpose: create the raw landing table of every feed declared in the `landing` source #}
+{# purpose: create the run ledgers and the raw table of every feed declared in the `landing` source #}
 {% macro changelake_register_landing() %}
     {%- if execute -%}
-        {%- set root = var('landing_root') -%}
-        {%- set statements = [] -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- do statements.append(_changelake_landing_ddl(node, root)) -%}
+        {%- do run_query('create schema if not exists ' ~ target.schema) -%}
+        {%- for model in _changelake_incremental_models() -%}
+            {%- do run_query(_changelake_ledger_ddl(model)) -%}
         {%- endfor -%}
-        {%- if statements -%}
-            {%- do run_query('create schema if not exists ' ~ target.schema) -%}
-        {%- endif -%}
-        {%- for statement in statements -%}
-            {%- do run_query(statement) -%}
+        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+            {%- do run_query(_changelake_landing_ddl(node, var('landing_root'))) -%}
         {%- endfor -%}
     {%- endif -%}
 {% endmacro %}
 
-{# purpose: DDL for one feed's raw table: an external text table over its landing folder #}
+{# purpose: DDL for one feed's raw table: an external text table, one row per landed file #}
 {% macro _changelake_landing_ddl(node, root) %}
-    {%- set meta = node.meta or {} -%}
-    {%- for required in ['envelope_format', 'shape'] -%}
-        {%- if required not in meta -%}
-            {{ exceptions.raise_compiler_error(
-                "landing source '" ~ node.name ~ "' needs meta." ~ required) }}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- if meta.shape not in ['kcat'] -%}
-        {{ exceptions.raise_compiler_error(
-            "landing source '" ~ node.name ~ "': unknown shape '" ~ meta.shape ~ "' (kcat)") }}
-    {%- endif -%}
-    {%- set location = root ~ '/' ~ (meta.path or node.name) -%}
+    {%- set meta = _changelake_feed_meta(node) -%}
     create table if not exists {{ node.schema }}.{{ node.identifier }} (value string)
     using text
-    options (recursiveFileLookup 'true')
-    location '{{ location }}'
+    options (wholetext 'true', recursiveFileLookup 'true', pathGlobFilter '{{ meta.glob }}')
+    location '{{ root }}/{{ meta.path }}'
+{% endmacro %}
+
+{# purpose: a feed's meta with defaults, validated; fails at compile time naming what is wrong #}
+{% macro _changelake_feed_meta(node) %}
+    {%- set meta = node.meta or {} -%}
+    {%- set formats = ['debezium', 'dtle_ddl', 'dataworks', 'tencent', 'canal', 'maxwell', 'ogg'] -%}
+    {%- set envelope_format = meta.get('envelope_format') -%}
+    {%- if not envelope_format or envelope_format.split(';')[0] not in formats -%}
+        {{ exceptions.raise_compiler_error(
+            "landing feed '" ~ node.name ~ "': meta.envelope_format must be one of "
+            ~ formats | join(', ') ~ " (got '" ~ envelope_format ~ "')") }}
+    {%- endif -%}
+    {%- set shape = meta.get('shape', 'auto') -%}
+    {%- if shape not in ['kcat', 'connect', 'auto'] -%}
+        {{ exceptions.raise_compiler_error(
+            "landing feed '" ~ node.name ~ "': meta.shape must be kcat, connect or auto (got '"
+            ~ shape ~ "')") }}
+    {%- endif -%}
+    {{ return({
+        'envelope_format': envelope_format,
+        'shape': shape,
+        'path': meta.get('path', node.name),
+        'glob': meta.get('glob', '*'),
+        'key_columns': meta.get('key_columns', {}),
+    }) }}
+{% endmacro %}
+
+{# purpose: the `landing` source node of a feed, failing at compile time if there is none #}
+{% macro _changelake_landing_source(feed) %}
+    {%- for node in graph.sources.values() -%}
+        {%- if node.source_name == 'landing' and node.name == feed -%}
+            {{ return(node) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ exceptions.raise_compiler_error("no feed '" ~ feed ~ "' in the landing source") }}
 {% endmacro %}

@@ -16,6 +16,7 @@ Everything here runs on the driver before dbt starts. The pieces are:
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import shutil
@@ -296,6 +297,9 @@ def spark_session(target: Target, home: Path) -> SparkSession:
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    # pyspark logs every failed statement with its whole JVM stack as JSON; dbt reports the
+    # error itself, once and readably.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     from pyspark.sql import SparkSession
 
     if target.remote:

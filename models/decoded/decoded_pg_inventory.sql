@@ -1,3 +1,1 @@
-{{ config(pre_hook="refresh table {{ source('landing', 'pg_inventory') }}") }}
-
 {{ changelake_decoded('pg_inventory') }}

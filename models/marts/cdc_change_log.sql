@@ -1,18 +1,21 @@
 with
 
-stg_landing__pg_inventory_changes as (
-    select * from {{ ref('stg_landing__pg_inventory_changes') }}
+int_changes_unioned as (
+    select * from {{ ref('int_changes_unioned') }} as changes
+    where {{ changelake_committed('changes', 'int_changes_unioned') }}
 ),
 
 final as (
     select
         -- ids
+        change_id,
         feed,
         topic,
         kafka_partition,
         kafka_offset,
         row_index,
         -- strings
+        envelope_format,
         source_engine,
         source_name,
         database_name,
@@ -24,17 +27,23 @@ final as (
         key_json,
         before_json,
         after_json,
+        linked_key_json,
+        unavailable_columns,
+        column_types,
         position,
         transaction_id,
         -- timestamps
         committed_at,
         captured_at,
         kafka_timestamp,
+        landed_at,
         -- booleans
         is_snapshot,
-        -- the same Kafka record always gets the same id, however often it lands
-        sha2(concat_ws('|', feed, topic, kafka_partition, kafka_offset, row_index), 256) as change_id
-    from stg_landing__pg_inventory_changes
+        -- the same values as JSON objects (to_json(key) renders them)
+        parse_json(key_json) as key,
+        parse_json(before_json) as before,
+        parse_json(after_json) as after
+    from int_changes_unioned
 )
 
 select * from final

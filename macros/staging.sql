@@ -1,0 +1,121 @@
+{#
+    purpose: the body of a feed's staging view: every committed decoded record, renamed and
+    typed, with the change id, and keys from configuration where the envelope carries none.
+    Records that failed to land or decode stay, with their reason and raw text, for the
+    quarantine and the accounting.
+#}
+{% macro changelake_staging(feed) %}
+    {%- set decoded = ref('decoded_' ~ feed) -%}
+    {%- if not execute -%}
+        {{ return('select * from ' ~ decoded) }}
+    {%- endif -%}
+    {%- set meta = _changelake_feed_meta(_changelake_landing_source(feed)) -%}
+with
+
+decoded_records as (
+    select * from {{ decoded }} as decoded
+    where {{ changelake_committed('decoded', decoded.identifier) }}
+),
+
+keyed as (
+    select
+        *,
+        {{ _changelake_configured_key(meta.key_columns, 'coalesce(after_json, before_json)') }}
+            as configured_key_json,
+        {{ _changelake_configured_key(meta.key_columns, 'before_json') }} as configured_before_key_json
+    from decoded_records
+),
+
+final as (
+    select
+        -- ids
+        feed,
+        batch_id,
+        topic,
+        kafka_partition,
+        kafka_offset,
+        row_index,
+        landed_file,
+        landed_line,
+        -- strings
+        envelope_format,
+        source_engine,
+        source_name,
+        database_name,
+        schema_name,
+        table_name,
+        kind,
+        op,
+        op_raw,
+        before_json,
+        after_json,
+        unavailable_columns,
+        column_types,
+        position,
+        transaction_id,
+        ddl,
+        message_prefix,
+        message_content,
+        error_reason,
+        failed_raw_record,
+        -- timestamps
+        committed_at,
+        captured_at,
+        kafka_timestamp,
+        landed_at,
+        -- the same Kafka record (however often landed) always gets the same id
+        sha2(concat_ws('|', feed, topic, kafka_partition, kafka_offset, row_index), 256) as change_id,
+        -- the key the envelope carries, else the configured key columns
+        coalesce(key_json, configured_key_json) as key_json,
+        coalesce(
+            linked_key_json,
+            -- configured keys: an update whose before image has another key changed the key
+            case
+                when op = 'u' and configured_before_key_json != configured_key_json
+                    then configured_before_key_json
+            end
+        ) as linked_key_json,
+        -- booleans
+        coalesce(is_snapshot, false) as is_snapshot
+    from keyed
+)
+
+select * from final
+{% endmacro %}
+
+{#
+    purpose: SQL building the canonical key JSON of `image_sql` from configured key columns,
+    per table ("database.table" or "database.schema.table"); null where none is configured.
+#}
+{% macro _changelake_configured_key(key_columns, image_sql) %}
+    {%- if not key_columns -%}
+        {{ return('cast(null as string)') }}
+    {%- endif -%}
+    case
+    {%- for table, columns in key_columns.items() %}
+        when {{ _changelake_table_match(table) }}
+            then to_json(named_struct(
+                {%- for column in columns | sort %}
+                {{ _changelake_literal(column) }},
+                variant_get(try_parse_json({{ image_sql }}), {{ _changelake_literal("$['" ~ column ~ "']") }})
+                {{- "," if not loop.last }}
+                {%- endfor %}
+            ))
+    {%- endfor %}
+    end
+{% endmacro %}
+
+{# purpose: SQL predicate matching a "database.table" or "database.schema.table" name #}
+{% macro _changelake_table_match(name) %}
+    {%- set parts = name.split('.') -%}
+    {%- if parts | length == 2 -%}
+        database_name = {{ _changelake_literal(parts[0]) }} and table_name = {{ _changelake_literal(parts[1]) }}
+    {%- elif parts | length == 3 -%}
+        database_name = {{ _changelake_literal(parts[0]) }}
+        and schema_name = {{ _changelake_literal(parts[1]) }}
+        and table_name = {{ _changelake_literal(parts[2]) }}
+    {%- else -%}
+        {{ exceptions.raise_compiler_error(
+            "key_columns: '" ~ name ~ "' is not database.table or database.schema.table") }}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,1 @@
+{{ changelake_decoded('canal_inventory') }}

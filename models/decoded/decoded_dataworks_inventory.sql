@@ -1,0 +1,1 @@
+{{ changelake_decoded('dataworks_inventory') }}

@@ -1,0 +1,1 @@
+{{ changelake_decoded('dtle_inventory_ddl') }}

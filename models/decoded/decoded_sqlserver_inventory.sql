@@ -1,0 +1,1 @@
+{{ changelake_decoded('sqlserver_inventory') }}

@@ -1,0 +1,1 @@
+{{ changelake_decoded('tencent_inventory') }}

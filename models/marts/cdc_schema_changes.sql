@@ -1,0 +1,34 @@
+with
+
+int_records_unioned as (
+    select * from {{ ref('int_records_unioned') }}
+),
+
+final as (
+    select
+        -- ids
+        change_id as schema_change_id,
+        feed,
+        topic,
+        kafka_partition,
+        kafka_offset,
+        -- strings
+        envelope_format,
+        source_engine,
+        source_name,
+        database_name,
+        schema_name,
+        table_name,
+        op_raw as ddl_kind,
+        ddl as ddl_text,
+        position,
+        -- timestamps
+        committed_at,
+        captured_at,
+        -- booleans
+        is_snapshot
+    from int_records_unioned
+    where error_reason is null and kind = 'ddl'
+)
+
+select * from final

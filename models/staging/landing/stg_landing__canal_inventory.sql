@@ -1,0 +1,1 @@
+{{ changelake_staging('canal_inventory') }}

@@ -1,0 +1,1 @@
+{{ changelake_staging('dataworks_inventory') }}

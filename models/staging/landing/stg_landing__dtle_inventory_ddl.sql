@@ -1,0 +1,1 @@
+{{ changelake_staging('dtle_inventory_ddl') }}

@@ -1,0 +1,1 @@
+{{ changelake_staging('maxwell_inventory') }}
