@@ -5,6 +5,11 @@
     on it, then run dbt in-process (``dbtRunner``) with the arguments unchanged. The exit code
     is dbt's. ``--project-dir`` and ``--profiles-dir`` default to this project, so it works
     from any working directory.
+``changelake land FEED PATH... [--landing-root ROOT]``
+    Copy landed files (or every file of a folder) into a feed's landing folder, atomically:
+    each file is written under a hidden name and renamed, so a run never reads half a file.
+``changelake layout-docs``
+    Regenerate the docs of the common layout's columns (models/_layout__docs.md).
 ``changelake demo``
     Land the bundled demo feeds and build every model on the embedded target, then print what
     was built.
@@ -122,21 +127,82 @@ def _summarise(result: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
+SOURCES_YML = Path("models") / "staging" / "landing" / "_landing__sources.yml"
+
+
+def feed_paths(home: Path) -> dict[str, str]:
+    """Feed name -> folder under the landing root, from the `landing` source's configuration."""
+    import yaml
+
+    doc = yaml.safe_load((home / SOURCES_YML).read_text())
+    source = next(s for s in doc["sources"] if s["name"] == "landing")
+    return {t["name"]: (t.get("meta") or {}).get("path", t["name"]) for t in source["tables"]}
+
+
+def landing_root(home: Path) -> str:
+    return os.environ.get("CHANGELAKE_LANDING_ROOT") or str(runtime.state_dir(home) / "landing")
+
+
+def land_files(feed: str, sources: Sequence[Path], root: str, home: Path) -> list[Path]:
+    """Copy ``sources`` (files, or folders of files) into ``feed``'s folder under ``root``."""
+    paths = feed_paths(home)
+    if feed not in paths:
+        raise runtime.ChangeLakeError(
+            f"no feed {feed!r} in {SOURCES_YML}; feeds: {', '.join(sorted(paths))}"
+        )
+    if "://" in root and not root.startswith("file://"):
+        raise runtime.ChangeLakeError(
+            f"`changelake land` copies to local folders; {root} is landed by its producers"
+        )
+    dest = Path(root.removeprefix("file://")) / paths[feed]
+    dest.mkdir(parents=True, exist_ok=True)
+    files = []
+    for source in sources:
+        if source.is_dir():
+            files += sorted(p for p in source.rglob("*") if p.is_file())
+        elif source.is_file():
+            files.append(source)
+        else:
+            raise runtime.ChangeLakeError(f"nothing to land at {source}")
+    landed = []
+    for file in files:
+        target = dest / file.name
+        # Spark ignores files whose names start with '.': the copy is invisible until renamed
+        hidden = dest / f".{file.name}.landing"
+        shutil.copy2(file, hidden)
+        os.replace(hidden, target)
+        landed.append(target)
+    return landed
+
+
+def land(argv: Sequence[str]) -> int:
+    """Copy files into a feed's landing folder (local landing roots)."""
+    parser = argparse.ArgumentParser(prog="changelake land", description=land.__doc__)
+    parser.add_argument("feed", help="feed name, as in the landing source")
+    parser.add_argument("paths", nargs="+", type=Path, help="files or folders to land")
+    parser.add_argument(
+        "--landing-root", help="default: $CHANGELAKE_LANDING_ROOT or .changelake/landing"
+    )
+    opts = parser.parse_args(argv)
+    home = runtime.project_dir()
+    root = opts.landing_root or landing_root(home)
+    for path in land_files(opts.feed, opts.paths, root, home):
+        print(f"landed {path}")
+    return 0
+
+
 def demo(argv: Sequence[str]) -> int:
     """Land the bundled demo feeds, build every model, print what was built."""
     parser = argparse.ArgumentParser(prog="changelake demo", description=demo.__doc__)
-    parser.add_argument("--fresh", action="store_true", help="drop built tables first")
+    parser.add_argument("--fresh", action="store_true", help="rebuild every table from scratch")
     opts = parser.parse_args(argv)
     home = runtime.project_dir()
-    state = runtime.state_dir(home)
-    landing = Path(os.environ.setdefault("CHANGELAKE_LANDING_ROOT", str(state / "landing")))
+    root = landing_root(home)
+    os.environ["CHANGELAKE_LANDING_ROOT"] = root
     bundled = Path(__file__).resolve().parent / "demo_data" / "landing"
     for feed_dir in sorted(p for p in bundled.iterdir() if p.is_dir()):
-        dest = landing / feed_dir.name
-        dest.mkdir(parents=True, exist_ok=True)
-        for file in sorted(feed_dir.iterdir()):
-            shutil.copy2(file, dest / file.name)
-    print(f"landed demo feeds from {bundled} into {landing}")
+        land_files(feed_dir.name, [feed_dir], root, home)
+    print(f"landed the demo feeds of {bundled} into {root}")
     args = ["build"] + (["--full-refresh"] if opts.fresh else [])
     code, result = run_dbt(args)
     if result.result is not None:
@@ -144,21 +210,35 @@ def demo(argv: Sequence[str]) -> int:
         for resource_type, name, status in _summarise(result):
             print(f"  {resource_type:<10} {name:<40} {status}")
     if code == 0:
-        print_counts()
+        print_summary()
     return code
 
 
-def print_counts() -> None:
-    """Print row counts of the public tables and of decoded records per feed and kind."""
+def print_summary() -> None:
+    """Print, per feed, what landed and where it went (from cdc_feed_health)."""
     session = RUNTIME.session
     schema = os.environ.get("CHANGELAKE_SCHEMA", "changelake")
-    print("\nrow counts:")
-    for row in session.sql(f"show tables in {schema}").collect():
-        if row.isTemporary:
-            continue
-        name = row.tableName
-        count = session.sql(f"select count(*) as n from {schema}.{name}").collect()[0].n
-        print(f"  {schema}.{name:<40} {count:>8}")
+    rows = session.sql(
+        f"select feed, records_landed, changes_logged, schema_changes, records_quarantined, "
+        f"heartbeats + tombstones + transaction_markers + messages as filtered "
+        f"from {schema}.cdc_feed_health order by feed"
+    ).collect()
+    header = ("feed", "records", "changes", "ddl", "filtered", "quarantined")
+    print("\n{:<24} {:>8} {:>8} {:>5} {:>9} {:>12}".format(*header))
+    for r in rows:
+        print(
+            f"{r.feed:<24} {r.records_landed:>8} {r.changes_logged:>8} {r.schema_changes:>5} "
+            f"{r.filtered:>9} {r.records_quarantined:>12}"
+        )
+    totals = session.sql(
+        f"select (select count(*) from {schema}.cdc_change_log) as changes, "
+        f"(select count(*) from {schema}.cdc_quarantine) as quarantined, "
+        f"(select count(*) from {schema}.cdc_schema_changes) as ddl"
+    ).first()
+    print(
+        f"\ncdc_change_log: {totals.changes} changes; cdc_schema_changes: {totals.ddl}; "
+        f"cdc_quarantine: {totals.quarantined} records (see error_reason)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,6 +252,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_dbt(rest)[0]
         if command == "demo":
             return demo(rest)
+        if command == "land":
+            return land(rest)
+        if command == "layout-docs":
+            from python_udfs.layout import docs_markdown
+
+            target = runtime.project_dir() / "models" / "_layout__docs.md"
+            target.write_text(docs_markdown())
+            print(f"wrote {target}")
+            return 0
     except runtime.ChangeLakeError as exc:
         runtime.log(f"error: {exc}")
         return 2

@@ -107,3 +107,19 @@ def record(**values: Any) -> dict[str, Any]:
 def error_record(envelope_format: str, reason: str) -> dict[str, Any]:
     """Return the single record a decoder emits for a Kafka record it cannot decode."""
     return record(envelope_format=envelope_format, row_index=0, kind="error", decode_error=reason)
+
+
+def docs_markdown() -> str:
+    """The dbt doc blocks of the layout's columns (``models/_layout__docs.md``), one per field.
+
+    The layout is defined here; the docs site's column descriptions are generated from it, and
+    a test keeps the committed file equal to this output.
+    """
+    blocks = [
+        "{#- Generated from python_udfs/layout.py by `changelake layout-docs`; do not edit. -#}\n"
+    ]
+    for name, spark_type, description in FIELDS:
+        blocks.append(
+            f"{{% docs layout_{name} %}}\n{description} (`{spark_type}`)\n{{% enddocs %}}\n"
+        )
+    return "\n".join(blocks)
