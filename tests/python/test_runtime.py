@@ -15,7 +15,9 @@ from python_udfs import runtime
 
 PROJECT = Path(__file__).resolve().parents[2]
 CHANGELAKE = Path(sys.executable).parent / "changelake"
-SAMPLE = Path(__file__).parent / "fixtures" / "landing" / "pg_inventory"
+SAMPLE = (
+    Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
+)
 
 
 def _env(**extra):

@@ -22,7 +22,9 @@ from python_udfs import runtime
 
 CHANGELAKE = Path(sys.executable).parent / "changelake"
 SPARK_HOME = Path(pyspark.__file__).parent
-SAMPLE = Path(__file__).parent / "fixtures" / "landing" / "pg_inventory"
+SAMPLE = (
+    Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
+)
 
 pytestmark = pytest.mark.dbt
 
@@ -163,7 +165,8 @@ def test_cluster_target_runs_on_a_standalone_cluster(servers, tmp_path):
     out = _build(tmp_path, "cluster", CHANGELAKE_SPARK_MASTER=f"spark://127.0.0.1:{master_port}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"master spark://127.0.0.1:{master_port}" in out.stderr
-    assert "PASS=8" in out.stdout
+    assert "Completed successfully" in out.stdout
+    assert " ERROR=0 " in out.stdout
     # the UDF ran in an executor of the worker, which got the package shipped to it
     shipped = list((tmp_path / "worker").glob("app-*/*/python_udfs.zip"))
     assert shipped, "python_udfs.zip was not shipped to the executor"
@@ -198,7 +201,8 @@ def test_connect_target_runs_on_a_spark_connect_server(servers, tmp_path):
     out = _build(tmp_path, "connect", CHANGELAKE_SPARK_REMOTE=f"sc://127.0.0.1:{port}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "target 'connect'" in out.stderr
-    assert "PASS=8" in out.stdout
+    assert "Completed successfully" in out.stdout
+    assert " ERROR=0 " in out.stdout
     # the tables live in the server's warehouse, not the client's
     assert (tmp_path / "server-warehouse" / "changelake.db" / "decoded_pg_inventory").is_dir()
     assert not (tmp_path / "state" / "warehouse").exists()
