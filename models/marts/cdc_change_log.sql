@@ -1,8 +1,8 @@
 with
 
 int_changes_unioned as (
-    select * from {{ ref('int_changes_unioned') }} as changes
-    where {{ changelake_committed('changes', 'int_changes_unioned') }}
+    select * from {{ ref('int_changes_unioned') }} as logged_changes
+    where {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
 ),
 
 final as (

@@ -6,12 +6,6 @@
                         transaction marker, message) + quarantined
       distinct changes (DataWorks update halves: one per complete pair) = cdc_change_log rows
 -#}
-{%- set landing = [] -%}
-{%- if graph is defined -%}
-    {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-        {%- do landing.append(node) -%}
-    {%- endfor -%}
-{%- endif %}
 with
 
 int_records_unioned as (
@@ -23,21 +17,7 @@ cdc_change_log as (
 ),
 
 landed as (
-    {%- for node in landing %}
-    select
-        '{{ node.name }}' as feed,
-        count(*) as records_landed
-    from {{ node.schema }}.{{ node.identifier }}
-    lateral view explode(split(value, '\n')) lines as line
-    where rtrim('\r', lines.line) != ''
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- else %}
-    select
-        cast(null as string) as feed,
-        0 as records_landed
-    {%- endfor %}
+    {{ changelake_landed_records() }}
 ),
 
 records as (
@@ -99,8 +79,8 @@ logged as (
 final as (
     select
         decoded.feed,
-        coalesce(landed.records_landed, 0) as records_landed,
         decoded.records_decoded,
+        coalesce(landed.records_landed, 0) as records_landed,
         decoded.with_changes + decoded.with_ddl + decoded.filtered + decoded.quarantined as records_classified,
         decoded.single_changes + coalesce(complete_pairs.pairs, 0) as changes_expected,
         coalesce(logged.changes_logged, 0) as changes_logged
@@ -111,6 +91,7 @@ final as (
 )
 
 select * from final
-where records_landed != records_decoded
+where
+    records_landed != records_decoded
     or records_decoded != records_classified
     or changes_expected != changes_logged

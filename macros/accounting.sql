@@ -1,0 +1,24 @@
+{#
+    purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
+    the `landing` source, one row per feed; an empty relation when there are none.
+#}
+{% macro changelake_landed_records() %}
+    {%- set selects = [] -%}
+    {%- if execute -%}
+        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+            {%- set select -%}
+                select
+                    '{{ node.name }}' as feed,
+                    count(*) as records_landed
+                from {{ node.schema }}.{{ node.identifier }}
+                lateral view explode(split(value, '\n')) lines as line
+                where rtrim('\r', lines.line) != ''
+            {%- endset -%}
+            {%- do selects.append(select) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- if not selects -%}
+        {%- do selects.append('select cast(null as string) as feed, 0 as records_landed where false') -%}
+    {%- endif -%}
+    {{ return(selects | join('\nunion all\n')) }}
+{% endmacro %}
