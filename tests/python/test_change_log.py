@@ -30,9 +30,13 @@ pytestmark = pytest.mark.dbt
 FEED_FORMATS = {
     "pg_inventory": "debezium",
     "sqlserver_inventory": "debezium",
+    "dtle_inventory": "debezium",
+    "dtle_inventory_ddl": "dtle_ddl",
     "dataworks_inventory": "dataworks",
     "tencent_inventory": "tencent;time_zone=+08:00",
     "canal_inventory": "canal",
+    "maxwell_inventory": "maxwell",
+    "ogg_inventory": "ogg",
 }
 # the key columns configured in the landing source for feeds whose records carry no key
 CONFIGURED_KEYS = {
@@ -369,6 +373,72 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     assert change_log(spark, s) == second  # uncommitted rows are invisible
     dbt("build")
     assert change_log(spark, s) == second
+
+
+CONFORMANCE_FEEDS = {
+    "debezium": "pg_inventory",
+    "canal": "canal_inventory",
+    "maxwell": "maxwell_inventory",
+    "ogg": "ogg_inventory",
+    "dataworks": "dataworks_inventory",
+}
+SEED_FEEDS = {
+    "pg_": "pg_inventory",
+    "sqlserver_": "sqlserver_inventory",
+    "dtle_create": "dtle_inventory",
+    "dtle_ddl": "dtle_inventory_ddl",
+    "dataworks_": "dataworks_inventory",
+    "tencent_": "tencent_inventory",
+}
+
+
+def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, shared_dir):
+    """Each seed example into its feed, each conformance file into the feed of its format."""
+    from test_conformance import KEY_FILES, ROOT, envelope_format, messages
+
+    landed: dict[str, list[tuple[str, list[str]]]] = {feed: [] for feed in FEED_FORMATS}
+    offsets: dict[str, int] = {}
+
+    def land(feed, name, records):
+        lines = []
+        for key, value, headers in records:
+            offset = offsets.get(feed, 0)
+            offsets[feed] = offset + 1
+            lines.append(kcat_line(f"{feed}.topic", offset, value, key, headers))
+        dbt.land(feed, write(tmp_path / feed / name, lines))
+        landed[feed].append((name, lines))
+
+    for name in SEEDS:
+        feed = next(f for prefix, f in SEED_FEEDS.items() if name.startswith(prefix))
+        land(feed, f"seed-{name}.jsonl", [seed(name)])
+    for number, relative in enumerate(
+        str(p.relative_to(ROOT)) for p in sorted(ROOT.rglob("*")) if p.is_file()
+    ):
+        if relative.endswith(".md") or relative in KEY_FILES:
+            continue
+        feed = CONFORMANCE_FEEDS[envelope_format(relative)]
+        land(
+            feed,
+            f"conformance-{number:03d}.jsonl",
+            [(None, m, None) for m in messages(ROOT / relative)],
+        )
+    dbt("build")
+    logged = change_log(spark, dbt.schema)
+    assert logged == reference_change_log(landed)
+    assert len(logged) > 300
+    # every record that failed is in the quarantine, with its reason
+    quarantined = spark.sql(f"select count(*) from {dbt.schema}.cdc_quarantine").first()[0]
+    failed = sum(
+        1
+        for feed, files in landed.items()
+        for _, lines in files
+        for line in lines
+        for r in decode(FEED_FORMATS[feed], json.loads(line)["key"], json.loads(line)["payload"])[
+            :1
+        ]
+        if r["decode_error"]
+    )
+    assert quarantined == failed >= 20
 
 
 def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):

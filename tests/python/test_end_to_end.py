@@ -27,7 +27,7 @@ EXPECTED_HEALTH = {
 }
 
 
-def test_demo_feeds_build_end_to_end(dbt, spark):
+def test_demo_feeds_build_end_to_end(dbt, spark, tmp_path):
     for feed_dir in sorted(DEMO.iterdir()):
         for file in feed_dir.iterdir():
             dbt.land(feed_dir.name, file)
@@ -62,6 +62,16 @@ def test_demo_feeds_build_end_to_end(dbt, spark):
     assert json.loads(row.a) == {"ID": 1001, "EMAIL": "sally@example.com"}
 
     # a second run with nothing new changes nothing
+    # the docs site builds, with the catalog of every public model
+    from python_udfs.cli import run_dbt
+
+    docs_target = tmp_path / "docs"
+    code, _ = run_dbt(["docs", "generate", "--target-path", str(docs_target)])
+    assert code == 0
+    catalog = json.loads((docs_target / "catalog.json").read_text())
+    for model in ("cdc_change_log", "cdc_schema_changes", "cdc_quarantine", "cdc_feed_health"):
+        assert f"model.changelake.{model}" in catalog["nodes"]
+
     # (VARIANT values compare by identity in Python: compare the text columns)
     query = f"select * except (key, before, after) from {s}.cdc_change_log"
     before = sorted(spark.sql(query).collect())
