@@ -1,12 +1,13 @@
-{# purpose: decoded batches committed but not yet consumed by this model (compile time) #}
-{% macro _changelake_pending_batches() %}
+{# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
+   consumed by this model, at compile time #}
+{% macro _changelake_pending_batches(prefix='decoded_') %}
     {%- if not execute -%}
         {{ return([]) }}
     {%- endif -%}
     {%- set query -%}
         select distinct committed.batch_id
         from (
-            {%- for model in _changelake_incremental_models('decoded_') %}
+            {%- for model in _changelake_incremental_models(prefix) %}
             select batch_id from {{ changelake_ledger(model) }} where kind = 'batch'
             {%- if not loop.last %} union all{% endif %}
             {%- endfor %}
@@ -21,8 +22,8 @@
     purpose: post-hook committing a change-log batch together with the decoded batches it
     consumed, in one single-file insert: either both are recorded or neither is.
 #}
-{% macro changelake_commit_consuming_batch() %}
-    {%- set consumed = _changelake_pending_batches() -%}
+{% macro changelake_commit_consuming_batch(prefix='decoded_') %}
+    {%- set consumed = _changelake_pending_batches(prefix) -%}
     insert into {{ changelake_ledger(this.identifier) }}
     select /*+ coalesce(1) */
         kind,

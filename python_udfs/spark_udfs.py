@@ -3,6 +3,7 @@
 SQL usage (after ``register``)::
 
     select changelake_decode('debezium', key, payload, headers) as changes from raw
+    select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 from python_udfs.layout import FIELD_NAMES, SPARK_SCHEMA
 
-UDF_NAMES = ("changelake_decode",)
+UDF_NAMES = ("changelake_decode", "changelake_versions")
 
 
 def _pairs(headers: list[str | None] | None) -> list[tuple[str, str | None]] | None:
@@ -36,6 +37,10 @@ def register(spark: Any) -> list[str]:
     """Register the decode UDF on ``spark`` (classic or Spark Connect) as Arrow-batched."""
     from pyspark.sql.functions import udf
 
+    from python_udfs.scd2 import VERSIONS_SCHEMA, versions_row
+
     decode_udf = udf(decode_row, returnType=SPARK_SCHEMA, useArrow=True)
     spark.udf.register("changelake_decode", decode_udf)
+    versions_udf = udf(versions_row, returnType=VERSIONS_SCHEMA, useArrow=True)
+    spark.udf.register("changelake_versions", versions_udf)
     return list(UDF_NAMES)
