@@ -239,6 +239,14 @@ def print_summary() -> None:
         f"\ncdc_change_log: {totals.changes} changes; cdc_schema_changes: {totals.ddl}; "
         f"cdc_quarantine: {totals.quarantined} records (see error_reason)"
     )
+    tables = session.sql(
+        f"select feed, concat_ws('.', database_name, schema_name, table_name) as source_table, "
+        f"count(*) as versions, count_if(is_current) as current_rows "
+        f"from {schema}.cdc_history group by 1, 2 order by 1, 2"
+    ).collect()
+    print("\n{:<24} {:<28} {:>9} {:>13}".format("feed", "table", "versions", "current rows"))
+    for t in tables:
+        print(f"{t.feed:<24} {t.source_table:<28} {t.versions:>9} {t.current_rows:>13}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
