@@ -63,6 +63,9 @@ class Runtime:
             self.lock = runtime.MetastoreLock(runtime.state_dir(home))
             self.lock.acquire()
         self.session = runtime.spark_session(target, home)
+        if self.lock is not None:
+            for folder in runtime.remove_killed_write_folders(self.session, target.schema):
+                runtime.log(f"removed the remains of a killed write: {folder}")
         from python_udfs import register_udfs
 
         names = register_udfs(self.session)

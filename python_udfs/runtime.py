@@ -237,6 +237,7 @@ class Target:
     name: str
     method: str
     params: dict[str, str]
+    schema: str = "changelake"
 
     @property
     def remote(self) -> str | None:
@@ -273,7 +274,12 @@ def load_target(profiles_dir: Path, target: str | None = None) -> Target:
         )
     rendered = renderer.render_data(outputs[name])
     params = {str(k): str(v) for k, v in (rendered.get("server_side_parameters") or {}).items()}
-    return Target(name=name, method=str(rendered.get("method")), params=params)
+    return Target(
+        name=name,
+        method=str(rendered.get("method")),
+        params=params,
+        schema=str(rendered.get("schema") or "changelake"),
+    )
 
 
 def _udf_package_zip(home: Path) -> Path:
@@ -330,6 +336,40 @@ def spark_session(target: Target, home: Path) -> SparkSession:
     if not master.startswith("local"):
         session.sparkContext.addPyFile(str(_udf_package_zip(home)))
     return session
+
+
+# What a Spark write leaves in a table folder: data parts, the committer's _temporary, _SUCCESS,
+# checksums. A folder holding only these and no table is the remains of a killed write.
+_WRITE_LEFTOVERS = ("part-", "_", ".")
+
+
+def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]:
+    """Remove folders a killed first write left in ``schema``'s location without a table.
+
+    A table's first build is a CREATE TABLE AS SELECT; killed mid-write it leaves its folder
+    but no table, and every later run fails with LOCATION_ALREADY_EXISTS. Call this only while
+    holding the metastore lock (no other process can be writing); it removes a folder only if
+    no table owns it and it holds nothing but what a Spark write leaves.
+    """
+    if not session.catalog.databaseExists(schema):
+        return []
+    location = session.catalog.getDatabase(schema).locationUri
+    jvm = session._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(session._jsc.hadoopConfiguration())
+    if not fs.exists(path):
+        return []
+    tables = {t.name.lower() for t in session.catalog.listTables(schema)}
+    removed = []
+    for status in fs.listStatus(path):
+        name = status.getPath().getName()
+        if not status.isDirectory() or name.lower() in tables or name.startswith(("_", ".")):
+            continue
+        children = [c.getPath().getName() for c in fs.listStatus(status.getPath())]
+        if all(child.startswith(_WRITE_LEFTOVERS) for child in children):
+            fs.delete(status.getPath(), True)
+            removed.append(str(status.getPath()))
+    return removed
 
 
 def jvm_is_running() -> bool:
