@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object
+from python_udfs.guard import never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -119,7 +119,5 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one Canal flat-JSON Kafka record (one or more rows). Never raises."""
-    if value is None:
-        raise MalformedInput("Canal record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "Canal")
     return decode_document(doc, FORMAT)

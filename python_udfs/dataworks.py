@@ -24,7 +24,7 @@ import base64
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object
+from python_udfs.guard import never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -89,9 +89,7 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one DataWorks Kafka record. Never raises."""
-    if value is None:
-        raise MalformedInput("DataWorks record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "DataWorks")
     schema = require_object(doc.get("schema") or {}, "schema")
     payload = require_object(doc.get("payload"), "payload")
     op_raw = payload.get("op")

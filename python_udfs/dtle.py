@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from python_udfs import debezium, values
-from python_udfs.guard import never_raises, require_object
+from python_udfs import debezium
+from python_udfs.guard import never_raises, value_object
 from python_udfs.values import MalformedInput
 
 FORMAT = "dtle_ddl"
@@ -33,9 +33,7 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one dtle schema-change Kafka record. Never raises."""
-    if value is None:
-        raise MalformedInput("dtle DDL record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "dtle DDL")
     if not isinstance(doc.get("ddl"), str):
         raise MalformedInput("dtle DDL record without a 'ddl' statement")
     out = debezium.schema_change(doc, None, None)

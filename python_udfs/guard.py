@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from python_udfs.layout import error_record
-from python_udfs.values import MalformedInput
+from python_udfs.values import MalformedInput, parse_json
 
 Records = list[dict[str, Any]]
 Decoder = Callable[..., Records]
@@ -46,3 +46,10 @@ def require_object(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedInput(f"{where} is not a JSON object: {str(value)[:60]!r}")
     return value
+
+
+def value_object(value: str | None, label: str) -> dict[str, Any]:
+    """The record's value parsed as a JSON object; a named error when absent or not one."""
+    if value is None:
+        raise MalformedInput(f"{label} record without a value")
+    return require_object(parse_json(value, "value"), "value")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object
+from python_udfs.guard import never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -62,9 +62,7 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one Maxwell Kafka record. Never raises."""
-    if value is None:
-        raise MalformedInput("Maxwell record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "Maxwell")
     op_raw = doc.get("type")
     if not isinstance(op_raw, str):
         raise MalformedInput("'type' is missing")

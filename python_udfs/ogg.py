@@ -20,7 +20,7 @@ import datetime as dt
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object
+from python_udfs.guard import never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -48,9 +48,7 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one GoldenGate JSON Kafka record. Never raises."""
-    if value is None:
-        raise MalformedInput("GoldenGate record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "GoldenGate")
     op_raw = doc.get("op_type")
     if op_raw not in (*OPS, "T"):
         raise MalformedInput(f"unknown op_type {op_raw!r} (expected I, U, D or T)")

@@ -26,7 +26,7 @@ import datetime as dt
 from typing import Any
 
 from python_udfs import canal, values
-from python_udfs.guard import never_raises, require_object
+from python_udfs.guard import never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -54,9 +54,7 @@ def decode(
     options: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Decode one Tencent Official Format I Kafka record. Never raises."""
-    if value is None:
-        raise MalformedInput("Tencent record without a value")
-    doc = require_object(values.parse_json(value, "value"), "value")
+    doc = value_object(value, "Tencent")
     if "isDdl" in doc:
         return canal.decode_document(doc, FORMAT)
     op_raw = doc.get("TYPE")
