@@ -47,7 +47,18 @@ landed_files as (
         value as file_text,
         _metadata.file_path as landed_file,
         _metadata.file_size as landed_file_size,
-        _metadata.file_modification_time as landed_at
+        _metadata.file_modification_time as landed_at,
+        {%- if meta.shape == 'kcat' %}
+        false as is_sink_file,
+        {%- elif meta.shape == 'connect' %}
+        true as is_sink_file,
+        {%- else %}
+        _metadata.file_path rlike '{{ sink_name }}' as is_sink_file,
+        {%- endif %}
+        -- Kafka Connect sink file: topic, partition and start offset from the name, once a file
+        regexp_extract(_metadata.file_path, '{{ sink_name }}', 1) as sink_topic,
+        cast(nullif(regexp_extract(_metadata.file_path, '{{ sink_name }}', 2), '') as int) as sink_partition,
+        cast(nullif(regexp_extract(_metadata.file_path, '{{ sink_name }}', 3), '') as bigint) as sink_start_offset
     from {{ source('landing', feed) }}
     {%- if processed %}
     where concat(_metadata.file_path, '#', _metadata.file_size) not in (
@@ -64,15 +75,12 @@ landed_lines as (
         landed_files.landed_file_size,
         landed_files.landed_at,
         lines.line_index as landed_line,
+        landed_files.is_sink_file,
+        landed_files.sink_topic,
+        landed_files.sink_partition,
+        landed_files.sink_start_offset,
         -- Windows line ends
-        rtrim('\r', lines.line) as raw_record,
-        {%- if meta.shape == 'kcat' %}
-        false as is_sink_file
-        {%- elif meta.shape == 'connect' %}
-        true as is_sink_file
-        {%- else %}
-        landed_files.landed_file rlike '{{ sink_name }}' as is_sink_file
-        {%- endif %}
+        rtrim('\r', lines.line) as raw_record
     from landed_files
     lateral view posexplode(split(landed_files.file_text, '\n')) lines as line_index, line
     where rtrim('\r', lines.line) != ''
@@ -96,10 +104,10 @@ kafka_records as (
                     map('columnNameOfCorruptRecord', '_corrupt_record')
                 )
         end as kcat,
-        -- Kafka Connect sink file: the value a line; topic, partition, offset from the name
-        regexp_extract(landed_file, '{{ sink_name }}', 1) as sink_topic,
-        cast(nullif(regexp_extract(landed_file, '{{ sink_name }}', 2), '') as int) as sink_partition,
-        cast(nullif(regexp_extract(landed_file, '{{ sink_name }}', 3), '') as bigint) as sink_start_offset
+        -- Kafka Connect sink file: the value a line
+        sink_topic,
+        sink_partition,
+        sink_start_offset
     from landed_lines
 ),
 

@@ -33,7 +33,6 @@ from python_udfs.layout import record
 FORMAT = "debezium"
 UNAVAILABLE = "__debezium_unavailable_value"
 OPS = {"c": "c", "u": "u", "d": "d", "r": "r"}
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 DecodeError = values.MalformedInput

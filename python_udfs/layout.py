@@ -91,8 +91,6 @@ FIELD_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FIELDS)
 
 SPARK_SCHEMA: str = "array<struct<" + ", ".join(f"{n}: {t}" for n, t, _ in FIELDS) + ">>"
 
-KINDS = ("row", "truncate", "ddl", "message", "heartbeat", "transaction", "tombstone", "error")
-
 
 def record(**values: Any) -> dict[str, Any]:
     """Return a layout record: every field present, unknown names rejected."""

@@ -372,13 +372,6 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     return removed
 
 
-def jvm_is_running() -> bool:
-    """True if this process already started a Spark JVM (the session is then reused)."""
-    from pyspark.sql import SparkSession
-
-    return SparkSession.getActiveSession() is not None
-
-
 def describe(session: SparkSession) -> dict[str, Any]:
     """A few facts about the session, for messages."""
     conf = session.conf

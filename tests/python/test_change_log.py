@@ -183,6 +183,14 @@ def reference_change_log(landed: dict[str, list[tuple[str, list[str]]]]) -> dict
     return singles
 
 
+def append_as_batch(spark, table, batch_id, limit=None):
+    """Append a copy of ``table``'s rows under ``batch_id`` (as a run that wrote them would)."""
+    spark.sql(
+        f"insert into {table} by name select * except (batch_id), '{batch_id}' as batch_id "
+        f"from {table}" + (f" limit {limit}" if limit else "")
+    )
+
+
 def change_log(spark, schema) -> dict[str, tuple]:
     rows = spark.sql(
         f"select change_id, feed, op, key_json, before_json, after_json, linked_key_json "
@@ -360,16 +368,8 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     assert change_log(spark, s) == second
 
     # ---- a run killed after writing rows, before committing them --------------------------
-    spark.sql(
-        f"insert into {s}.int_changes_unioned by name "
-        f"select * except (batch_id), 'killed-run' as batch_id "
-        f"from {s}.int_changes_unioned limit 3"
-    )
-    spark.sql(
-        f"insert into {s}.decoded_pg_inventory by name "
-        f"select * except (batch_id), 'killed-run' as batch_id "
-        f"from {s}.decoded_pg_inventory"
-    )
+    append_as_batch(spark, f"{s}.int_changes_unioned", "killed-run", limit=3)
+    append_as_batch(spark, f"{s}.decoded_pg_inventory", "killed-run")
     assert change_log(spark, s) == second  # uncommitted rows are invisible
     dbt("build")
     assert change_log(spark, s) == second
@@ -454,11 +454,7 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     dbt("build")
     s = dbt.schema
     # a duplicate row in a batch the ledger calls committed: the accounting must notice
-    spark.sql(
-        f"insert into {s}.int_changes_unioned by name "
-        f"select * except (batch_id), 'forged' as batch_id "
-        f"from {s}.int_changes_unioned"
-    )
+    append_as_batch(spark, f"{s}.int_changes_unioned", "forged")
     spark.sql(
         f"insert into {s}.changelake_batches__int_changes_unioned "
         f"values ('batch', 'forged', current_timestamp(), 1)"
