@@ -1,0 +1,191 @@
+"""The demo data generator: deterministic, every record decodable or deliberately malformed,
+and its expected final state equal to what the decoders plus the SCD-2 fold make of its files.
+
+These tests need no Spark: they decode the landed files with the pure decoders, deduplicate by
+Kafka coordinates, and fold each key's changes with :func:`python_udfs.scd2.versions`. The dbt
+pipeline is checked against the same expectation in test_end_to_end.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from python_udfs import decode, values
+from python_udfs.generator import FEEDS, batch_folders, generate
+from python_udfs.scd2 import versions
+
+HOME = Path(__file__).resolve().parents[2]
+SOURCES = HOME / "models" / "staging" / "landing" / "_landing__sources.yml"
+CONNECT_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)\.json(\.gz)?$")
+
+
+def feed_config() -> dict[str, dict]:
+    doc = yaml.safe_load(SOURCES.read_text())
+    source = next(s for s in doc["sources"] if s["name"] == "landing")
+    return {t["name"]: t.get("meta") or {} for t in source["tables"]}
+
+
+def landed_records(out: Path):
+    """(feed, (topic, partition, offset), key, value, headers) for every landed line."""
+    for batch in batch_folders(out):
+        for folder in sorted(batch.iterdir()):
+            for path in sorted(folder.iterdir()):
+                match = CONNECT_NAME.match(path.name)
+                if match:
+                    text = gzip.decompress(path.read_bytes()).decode()
+                    for i, line in enumerate(text.splitlines()):
+                        coords = (match["topic"], int(match["partition"]), int(match["offset"]) + i)
+                        yield folder.name, coords, None, line, None
+                    continue
+                for line in path.read_text().splitlines():
+                    r = json.loads(line)
+                    pairs = list(zip(r["headers"][::2], r["headers"][1::2], strict=True))
+                    coords = (r["topic"], r["partition"], r["offset"])
+                    yield folder.name, coords, r["key"], r["payload"], pairs
+
+
+def fold(out: Path):
+    """(per feed: {table: {key: row}}, {table: versions}, quarantined) from the landed files."""
+    config = feed_config()
+    seen = set()
+    changes: dict[tuple, list] = defaultdict(list)
+    truncates: dict[tuple, list] = defaultdict(list)
+    halves: dict[tuple, str] = {}
+    quarantined: dict[str, int] = defaultdict(int)
+    for feed, coords, key, value, headers in landed_records(out):
+        if (feed, coords) in seen:
+            continue  # the same Kafka record landed twice
+        seen.add((feed, coords))
+        meta = config[feed]
+        configured = meta.get("key_columns") or {}
+        for r in decode(meta["envelope_format"], key, value, headers):
+            if r["decode_error"]:
+                quarantined[feed] += 1
+                continue
+            table = ".".join(
+                p for p in (r["database_name"], r["schema_name"], r["table_name"]) if p
+            )
+            if r["kind"] == "truncate":
+                truncates[(feed, table)].append({"op": "t", "position": r["position"]})
+            if r["kind"] != "row":
+                continue
+            columns = r["key_columns"] or configured.get(table)
+            before, after = r["before_json"], r["after_json"]
+            if r["op_raw"] == "UPDATE_BEFOR":
+                halves[(feed, r["position"])] = before
+                continue
+            if r["op_raw"] == "UPDATE_AFTER" and before is None:
+                before = halves.pop((feed, r["position"]))
+            image = json.loads(after or before)
+            key_json = values.key_of(image, columns, "image")
+            change = {
+                **r,
+                "change_id": f"{coords}/{r['row_index']}",
+                "kafka_partition": coords[1],
+                "kafka_offset": coords[2],
+            }
+            if before and after:
+                old = values.changed_key(json.loads(before), json.loads(after), columns)
+                if old:  # key-changing update: it closes the old key
+                    changes[(feed, table, old)].append({**change, "op": "d"})
+            changes[(feed, table, key_json)].append(change)
+    state: dict[str, dict] = defaultdict(lambda: defaultdict(dict))
+    counts: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+    for (feed, table, key_json), key_changes in changes.items():
+        vs = versions(key_changes + truncates[(feed, table)])
+        counts[feed][table] += len(vs)
+        if vs and vs[-1]["is_current"]:
+            state[feed][table][key_json] = vs[-1]["row_json"]
+    return state, counts, quarantined
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("generated")
+    return out, generate(out, events=6_000, keys=40, batches=3, seed=11)
+
+
+def test_same_seed_same_bytes_other_seed_other_data(generated, tmp_path):
+    out, summary = generated
+    again = tmp_path / "again"
+    assert generate(again, events=6_000, keys=40, batches=3, seed=11) == summary
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert all((out / f).read_bytes() == (again / f).read_bytes() for f in files)
+    other = generate(tmp_path / "other", events=6_000, keys=40, batches=3, seed=12)
+    assert other["feeds"]["pg_inventory"]["tables"] != summary["feeds"]["pg_inventory"]["tables"]
+
+
+def test_expected_state_is_what_decoding_and_folding_the_files_gives(generated):
+    out, summary = generated
+    state, counts, quarantined = fold(out)
+    for feed in FEEDS:
+        facts = summary["feeds"][feed]
+        assert quarantined[feed] == facts["malformed"] > 0, feed
+        for table, expected in facts["tables"].items():
+            assert state[feed][table] == expected["rows"], (feed, table)
+            assert counts[feed][table] == expected["versions"], (feed, table)
+
+
+def test_streams_hold_what_production_holds(generated):
+    out, summary = generated
+    kinds: dict[str, set] = defaultdict(set)
+    ops: dict[str, set] = defaultdict(set)
+    offsets: dict[tuple, int] = defaultdict(int)
+    config = feed_config()
+    for feed, coords, key, value, headers in landed_records(out):
+        offsets[(feed, coords)] += 1
+        for r in decode(config[feed]["envelope_format"], key, value, headers):
+            kinds[feed].add(r["kind"])
+            ops[feed].add(r["op_raw"] if r["kind"] == "row" else None)
+            if r["unavailable_columns"]:
+                kinds[feed].add("toast")
+            table = ".".join(
+                p for p in (r["database_name"], r["schema_name"], r["table_name"]) if p
+            )
+            configured = (config[feed].get("key_columns") or {}).get(table)
+            if r["linked_key_json"] or (
+                configured
+                and r["before_json"]
+                and r["after_json"]
+                and values.changed_key(
+                    json.loads(r["before_json"]), json.loads(r["after_json"]), configured
+                )
+            ):
+                kinds[feed].add("pk_change")
+    assert {
+        "row",
+        "truncate",
+        "tombstone",
+        "transaction",
+        "heartbeat",
+        "toast",
+        "pk_change",
+        "error",
+    } <= kinds["pg_inventory"]
+    assert {"row", "heartbeat", "error"} <= kinds["sqlserver_inventory"]
+    assert {"ddl"} <= kinds["dtle_inventory_ddl"]
+    assert {"row", "tombstone", "pk_change"} <= kinds["dtle_inventory"]
+    assert {"row", "truncate", "ddl", "transaction", "heartbeat", "pk_change"} <= kinds[
+        "dataworks_inventory"
+    ]
+    assert {"UPDATE_BEFOR", "UPDATE_AFTER", "INSERT", "DELETE"} <= ops["dataworks_inventory"]
+    assert {"row", "ddl", "pk_change"} <= kinds["tencent_inventory"]
+    assert {"row", "truncate", "ddl", "pk_change"} <= kinds["canal_inventory"]
+    assert {"INIT", "INSERT", "UPDATE", "DELETE"} <= ops["canal_inventory"]
+    assert {"r", "c", "u", "d"} <= ops["pg_inventory"]
+    # at-least-once: some Kafka records landed twice; some partition files a batch late
+    assert any(n > 1 for n in offsets.values())
+    late = [p for p in out.glob("batch-0001/*/*-1-*") if p.stat().st_size]
+    assert late
+    # the new column appears after the DDL
+    ddl = summary["feeds"]["canal_inventory"]["tables"]["inventory.customers"]["rows"]
+    assert any("loyalty_tier" in row for row in ddl.values())
+    assert any("loyalty_tier" not in row for row in ddl.values())
