@@ -10,9 +10,13 @@
     each file is written under a hidden name and renamed, so a run never reads half a file.
 ``changelake layout-docs``
     Regenerate the docs of the common layout's columns (models/_layout__docs.md).
-``changelake demo``
-    Land the bundled demo feeds and build every model on the embedded target, then print what
-    was built.
+``changelake generate --out DIR [--events N --keys K --batches B --seed S]``
+    Write the demo data generator's landing batches and expected state (see
+    :mod:`python_udfs.generator`).
+``changelake demo [--events N --keys K --batches B --seed S --fresh]``
+    Generate the demo feeds, land them in batches, build every model on the embedded target
+    after the first batch and after the rest, print what was built and whether the history
+    matches the generator's expected state (exit 1 if not).
 """
 
 from __future__ import annotations
@@ -195,26 +199,84 @@ def land(argv: Sequence[str]) -> int:
 
 
 def demo(argv: Sequence[str]) -> int:
-    """Land the bundled demo feeds, build every model, print what was built."""
+    """Generate the inventory world's feeds, land them batch by batch, build every model after
+    the first batch and again after the rest, print what was built and whether the history
+    matches the generator's expected state."""
+    from python_udfs import generator
+
     parser = argparse.ArgumentParser(prog="changelake demo", description=demo.__doc__)
+    parser.add_argument("--events", type=int, default=20_000, help="row changes in all")
+    parser.add_argument("--keys", type=int, default=200, help="snapshot rows per table")
+    parser.add_argument("--batches", type=int, default=3, help="landing batches")
+    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--fresh", action="store_true", help="rebuild every table from scratch")
     opts = parser.parse_args(argv)
     home = runtime.project_dir()
     root = landing_root(home)
     os.environ["CHANGELAKE_LANDING_ROOT"] = root
+    out = (
+        runtime.state_dir(home)
+        / "generated"
+        / (f"seed{opts.seed}-events{opts.events}-keys{opts.keys}-batches{opts.batches}")
+    )
+    summary = generator.generate(out, opts.events, opts.keys, opts.batches, opts.seed)
+    print(
+        f"generated {opts.events} changes over {len(summary['feeds'])} feeds in "
+        f"{opts.batches} batches (seed {opts.seed}) into {out}"
+    )
+    # the formats the generator does not speak land their bundled examples
     bundled = Path(__file__).resolve().parent / "demo_data" / "landing"
-    for feed_dir in sorted(p for p in bundled.iterdir() if p.is_dir()):
-        land_files(feed_dir.name, [feed_dir], root, home)
-    print(f"landed the demo feeds of {bundled} into {root}")
-    args = ["build"] + (["--full-refresh"] if opts.fresh else [])
-    code, result = run_dbt(args)
-    if result.result is not None:
+    for feed in EXAMPLE_ONLY_FEEDS:
+        land_files(feed, [bundled / feed], root, home)
+    folders = generator.batch_folders(out)
+    code, result = 0, None
+    for step, group in enumerate((folders[:1], folders[1:])):
+        if not group:
+            continue
+        for batch in group:
+            for feed_dir in sorted(p for p in batch.iterdir() if p.is_dir()):
+                land_files(feed_dir.name, [feed_dir], root, home)
+        print(f"landed {', '.join(b.name for b in group)} into {root}; building")
+        args = ["build"] + (["--full-refresh"] if opts.fresh and step == 0 else [])
+        code, result = run_dbt(args)
+        if code != 0:
+            break
+    if result is not None and result.result is not None:
         print("\nbuilt:")
         for resource_type, name, status in _summarise(result):
             print(f"  {resource_type:<10} {name:<40} {status}")
     if code == 0:
         print_summary()
+        code = print_expected(summary)
     return code
+
+
+# feeds whose demo data are the bundled format examples (not generated)
+EXAMPLE_ONLY_FEEDS = ("maxwell_inventory", "ogg_inventory")
+
+
+def print_expected(summary: dict[str, Any]) -> int:
+    """Print the generator's expected state against the built history; 0 when all match."""
+    from python_udfs import generator
+
+    schema = os.environ.get("CHANGELAKE_SCHEMA", "changelake")
+    report = generator.compare(RUNTIME.session, schema, summary)
+    print(
+        "\n{:<22} {:<36} {:>14} {:>14}  {}".format(
+            "feed", "table", "live rows", "versions", "expected state"
+        )
+    )
+    for r in report:
+        rows = f"{r['rows_built']}/{r['rows_expected']}"
+        versions = f"{r['versions_built']}/{r['versions_expected']}"
+        verdict = "matched" if r["matched"] else f"DIFFERS at {', '.join(r['differing_keys'])}"
+        print(f"{r['feed']:<22} {r['table']:<36} {rows:>14} {versions:>14}  {verdict}")
+    failed = [r for r in report if not r["matched"]]
+    if failed:
+        print(f"\nexpected state: {len(failed)} of {len(report)} tables differ (built/expected)")
+        return 1
+    print(f"\nexpected state: matched in all {len(report)} tables (built/expected)")
+    return 0
 
 
 def print_summary() -> None:
@@ -247,9 +309,9 @@ def print_summary() -> None:
         f"count(*) as versions, count_if(is_current) as current_rows "
         f"from {schema}.cdc_history group by 1, 2 order by 1, 2"
     ).collect()
-    print("\n{:<24} {:<28} {:>9} {:>13}".format("feed", "table", "versions", "current rows"))
+    print("\n{:<24} {:<36} {:>9} {:>13}".format("feed", "table", "versions", "current rows"))
     for t in tables:
-        print(f"{t.feed:<24} {t.source_table:<28} {t.versions:>9} {t.current_rows:>13}")
+        print(f"{t.feed:<24} {t.source_table:<36} {t.versions:>9} {t.current_rows:>13}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -265,6 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo(rest)
         if command == "land":
             return land(rest)
+        if command == "generate":
+            from python_udfs import generator
+
+            return generator.main(rest)
         if command == "layout-docs":
             from python_udfs.layout import docs_markdown
 

@@ -1506,3 +1506,49 @@ def main(argv: Sequence[str]) -> int:
         )
     print(f"wrote {len(batch_folders(opts.out))} batches and expected.json to {opts.out}")
     return 0
+
+
+def compare(session: Any, schema: str, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per generated feed and table: expected vs built live rows and versions.
+
+    Reads ``cdc_current`` (key -> row) and ``cdc_history`` (versions) of ``schema``; each
+    result says whether the table matched and, if not, up to three differing keys.
+    """
+    feeds = ", ".join(f"'{feed}'" for feed in summary["feeds"])
+    table = "concat_ws('.', database_name, schema_name, table_name)"
+    current: dict[tuple[str, str], dict[str, str]] = {}
+    for r in session.sql(
+        f"select feed, {table} as t, key_json, row_json "
+        f"from {schema}.cdc_current where feed in ({feeds})"
+    ).toLocalIterator():
+        current.setdefault((r.feed, r.t), {})[r.key_json] = r.row_json
+    counts = {
+        (r.feed, r.t): r.n
+        for r in session.sql(
+            f"select feed, {table} as t, count(*) as n from {schema}.cdc_history "
+            f"where feed in ({feeds}) group by 1, 2"
+        ).collect()
+    }
+    report = []
+    for feed, facts in summary["feeds"].items():
+        for name, expected in facts["tables"].items():
+            built = current.get((feed, name), {})
+            differing = sorted(
+                k
+                for k in set(built) | set(expected["rows"])
+                if built.get(k) != expected["rows"].get(k)
+            )
+            versions = counts.get((feed, name), 0)
+            report.append(
+                {
+                    "feed": feed,
+                    "table": name,
+                    "rows_expected": len(expected["rows"]),
+                    "rows_built": len(built),
+                    "versions_expected": expected["versions"],
+                    "versions_built": versions,
+                    "matched": not differing and versions == expected["versions"],
+                    "differing_keys": differing[:3],
+                }
+            )
+    return report
