@@ -23,8 +23,11 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 from decimal import Decimal
 from typing import Any
+
+import orjson
 
 from python_udfs import values
 from python_udfs.guard import never_raises
@@ -160,14 +163,16 @@ def _struct_fields(schema: dict[str, Any] | None, field_name: str) -> dict[str, 
 
 
 def _image(
-    value: Any, schema: dict[str, Any] | None, where: str
+    value: Any, fields: dict[str, dict[str, Any]], where: str
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """Convert a before/after image; return it without unavailable columns, and their names."""
+    """Convert a before/after image; return it without unavailable columns, and their names.
+
+    ``fields`` maps column name -> Connect field schema (empty for schema-less JSON).
+    """
     if value is None:
         return None, []
     if not isinstance(value, dict):
         raise DecodeError(f"{where} is not an object: {value!r:.60}")
-    fields = _fields(schema)
     out: dict[str, Any] = {}
     unavailable: list[str] = []
     for column, raw in value.items():
@@ -185,6 +190,63 @@ def _column_types(schema: dict[str, Any] | None) -> dict[str, str] | None:
     if not schema:
         return None
     return {name: _field_type(f) for name, f in _fields(schema).items()}
+
+
+class Envelope:
+    """A Connect ``schema`` block and what decoding derives from it, worked out once.
+
+    Debezium's JSON converter repeats the whole schema block (usually most of the message)
+    in every message of a table; :func:`split` parses each distinct block text once.
+    """
+
+    __slots__ = ("after_fields", "before_fields", "column_types", "fields", "schema")
+
+    def __init__(self, schema: dict[str, Any] | None) -> None:
+        self.schema = schema
+        self.fields = _fields(schema)
+        before = _struct_fields(schema, "before")
+        after = _struct_fields(schema, "after")
+        self.before_fields = _fields(before)
+        self.after_fields = _fields(after)
+        self.column_types = _column_types(after or before)
+
+
+SCHEMALESS = Envelope(None)
+_HEAD, _JOIN = '{"schema":', ',"payload":'
+
+
+@functools.lru_cache(maxsize=1024)
+def _envelope(schema_text: str) -> Envelope:
+    schema = orjson.loads(schema_text)
+    if schema is not None and not isinstance(schema, dict):
+        raise orjson.JSONDecodeError("schema is not an object", schema_text, 0)
+    return Envelope(schema)
+
+
+def split(text: str, where: str) -> tuple[Any, Envelope]:
+    """Parse a ``{"schema": ..., "payload": ...}`` message into (payload, envelope).
+
+    For the JSON converter's compact layout the schema text is cut out and looked up in a
+    cache, and only the payload is parsed. The cut is taken only when both halves parse as
+    complete JSON, which a cut at any other ``,"payload":`` cannot give (it would leave an
+    object open); anything else is parsed whole.
+    """
+    if text.startswith(_HEAD) and text.endswith("}") and len(text) <= values.MAX_MESSAGE_BYTES:
+        cut = text.find(_JOIN)
+        if cut > 0:
+            try:
+                envelope = _envelope(text[len(_HEAD) : cut])
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                return values.parse_json(text[cut + len(_JOIN) : -1], f"{where}.payload"), envelope
+    doc = values.parse_json(text, where)
+    if isinstance(doc, dict) and "payload" in doc and "schema" in doc:
+        schema = doc["schema"]
+        if schema is not None and not isinstance(schema, dict):
+            raise DecodeError(f"{where}.schema is not an object")
+        return doc["payload"], Envelope(schema)
+    return doc, SCHEMALESS
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,16 +335,6 @@ def _committed_at(source: dict[str, Any]) -> dt.datetime | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _unwrap(doc: Any, where: str) -> tuple[Any, dict[str, Any] | None]:
-    """Split a ``{schema, payload}`` envelope; a schema-less document is its own payload."""
-    if isinstance(doc, dict) and "payload" in doc and "schema" in doc:
-        schema = doc["schema"]
-        if schema is not None and not isinstance(schema, dict):
-            raise DecodeError(f"{where}.schema is not an object")
-        return doc["payload"], schema
-    return doc, None
-
-
 def _header(headers: list[tuple[str, str | None]] | None, name: str) -> str | None:
     for header_name, header_value in headers or ():
         if header_name == name:
@@ -293,14 +345,14 @@ def _header(headers: list[tuple[str, str | None]] | None, name: str) -> str | No
 def _key(key: str | None) -> tuple[dict[str, Any] | None, list[str] | None]:
     if key is None:
         return None, None
-    payload, schema = _unwrap(values.parse_json(key, "key"), "key")
+    payload, envelope = split(key, "key")
     if payload is None:
         return None, None
     if not isinstance(payload, dict):
         # A primitive key (message.key.columns on one column): no column name to give it.
         return {"key": payload}, ["key"]
-    converted, _ = _image(payload, schema, "key")
-    return converted, list(_fields(schema)) or list(payload)
+    converted, _ = _image(payload, envelope.fields, "key")
+    return converted, list(envelope.fields) or list(payload)
 
 
 def _linked_key(text: str | None) -> str | None:
@@ -338,7 +390,8 @@ def _decode(
                 key_columns=key_columns,
             )
         ]
-    payload, schema = _unwrap(values.parse_json(value, "value"), "value")
+    payload, envelope = split(value, "value")
+    schema = envelope.schema
     if payload is None:
         # A value that is the JSON literal null (a sink file's rendering of a tombstone).
         return [
@@ -396,10 +449,8 @@ def _decode(
         common["schema_name"] = source.get("schema")
 
     if op_raw in OPS:
-        before_schema = _struct_fields(schema, "before")
-        after_schema = _struct_fields(schema, "after")
-        before, before_missing = _image(payload.get("before"), before_schema, "before")
-        after, after_missing = _image(payload.get("after"), after_schema, "after")
+        before, before_missing = _image(payload.get("before"), envelope.before_fields, "before")
+        after, after_missing = _image(payload.get("after"), envelope.after_fields, "after")
         if op_raw in ("c", "r") and after is None:
             raise DecodeError(f"op '{op_raw}' without an 'after' image")
         if op_raw == "d" and before is None and key_values is None:
@@ -419,7 +470,7 @@ def _decode(
                 before_json=values.dump_json(before),
                 after_json=values.dump_json(after),
                 unavailable_columns=(after_missing or before_missing) or None,
-                column_types=_column_types(after_schema or before_schema),
+                column_types=envelope.column_types,
                 linked_key_json=linked,
             )
         ]
