@@ -1,6 +1,7 @@
 # ChangeLake front door. Every target sets up what it needs first.
 #   make demo   land demo data and build every model on embedded Spark, printing what it built
 #   make test   the whole test suite, as CI runs it: pytest, sqlfluff, ruff
+#   make bench  the benchmark at 1M changes (BENCH_ARGS="--large" for 10M), tables into README.md
 #   make setup  only create/refresh the virtual environment
 
 PYTHON ?= python3
@@ -8,7 +9,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint pytest clean
+.PHONY: setup demo bench test lint pytest clean
+
+BENCH_ARGS ?=
 
 setup: $(STAMP)
 
@@ -20,6 +23,9 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(BIN)/changelake demo
+
+bench: setup
+	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
 pytest: setup
 	$(BIN)/pytest

@@ -8,6 +8,9 @@
 ``changelake land FEED PATH... [--landing-root ROOT]``
     Copy landed files (or every file of a folder) into a feed's landing folder, atomically:
     each file is written under a hidden name and renamed, so a run never reads half a file.
+``changelake bench [--events N | --large] [--rounds R] [--write-readme]``
+    The benchmark: decode UDF vs native Spark, end to end, incremental, memory (see
+    :mod:`python_udfs.bench`).
 ``changelake layout-docs``
     Regenerate the docs of the common layout's columns (models/_layout__docs.md).
 ``changelake generate --out DIR [--events N --keys K --batches B --seed S]``
@@ -327,6 +330,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo(rest)
         if command == "land":
             return land(rest)
+        if command == "bench":
+            from python_udfs import bench
+
+            return bench.main(rest)
         if command == "generate":
             from python_udfs import generator
 

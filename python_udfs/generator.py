@@ -1322,15 +1322,21 @@ class Landing:
 
     def flush(self) -> None:
         for (topic, partition, batch), lines in sorted(self.buffers.items()):
-            late = batch + 1 < self.batches and partition == 1 and self.rng.random() < 0.3
-            target = batch + 1 if late else batch
             overlap: list[tuple[int, str]] = []
             previous = self.tail.get((topic, partition))
             if self.shape == "kcat" and previous and len(previous) > 1 and self.rng.random() < 0.5:
                 # re-delivered after a consumer restart: the previous file's last records again
                 overlap = previous[-self.rng.randint(1, min(3, len(previous) - 1)) :]
             self.tail[(topic, partition)] = lines
-            self._write(target, topic, partition, overlap + lines)
+            lines = overlap + lines
+            late = batch + 1 < self.batches and partition == 1 and self.rng.random() < 0.3
+            if late and len(lines) > 1:
+                # the end of this partition's file lands one batch late, as a file of its own
+                cut = len(lines) - min(25, len(lines) // 10 + 1)
+                self._write(batch, topic, partition, lines[:cut])
+                self._write(batch + 1, topic, partition, lines[cut:])
+            else:
+                self._write(batch, topic, partition, lines)
         self.buffers.clear()
 
     def _write(self, batch: int, topic: str, partition: int, lines: list[tuple[int, str]]) -> None:
@@ -1427,12 +1433,14 @@ def generate(
     batches: int = 3,
     seed: int = 42,
     feeds: Sequence[str] = FEEDS,
+    last_share: float | None = None,
 ) -> dict[str, Any]:
     """Write ``batches`` landing batches of every feed under ``out``; return the summary.
 
     ``events`` row changes in all (snapshot included), split evenly across ``feeds``; ``keys``
-    rows per table in each feed's initial snapshot. ``out/expected.json`` holds the expected
-    final state. Same arguments, same bytes.
+    rows per table in each feed's initial snapshot. The batches are equal, or with
+    ``last_share`` the last batch holds that share of the changes (0.01: a 1% increment).
+    ``out/expected.json`` holds the expected final state. Same arguments, same bytes.
     """
     out.mkdir(parents=True, exist_ok=True)
     encoders = _encoders()
@@ -1457,7 +1465,14 @@ def generate(
         for txn in world.stream(per_feed):
             for change in txn.changes:
                 expect.apply(world, change)
-            new_batch = min(batches - 1, emitted * batches // per_feed)
+            if last_share is None:
+                new_batch = min(batches - 1, emitted * batches // per_feed)
+            elif emitted >= per_feed * (1 - last_share):
+                new_batch = batches - 1
+            else:
+                new_batch = min(
+                    batches - 2, int(emitted * (batches - 1) / (per_feed * (1 - last_share)))
+                )
             emitted += sum(1 for c in txn.changes if c.kind == "row")
             if new_batch != batch:
                 landing.flush()

@@ -1,0 +1,462 @@
+"""The benchmark: ChangeLake's decode and pipeline speed against native Spark, in one run.
+
+``changelake bench [--events N] [--large] [--rounds R] [--write-readme]``
+
+All measurements run in one process on one SparkSession (the embedded target unless another is
+chosen), on data from :mod:`python_udfs.generator`:
+
+1. **Decode** of the Debezium PostgreSQL feed (``--events`` records, schema blocks included):
+   the floor (read the landed lines, write them to Spark's ``noop`` sink), the best native
+   path (``from_json`` with an explicit schema plus SQL expressions for the same conversions:
+   base64 decimals, micro timestamps, epoch dates, TOAST markers, key JSON, position) and the
+   ChangeLake UDF; medians of ``--rounds``. Then the UDF per feed (all six formats).
+2. **End to end**: every model (``dbt build`` without the accounting test) from scratch over
+   all six feeds, events/s and seconds per layer; the accounting test timed on its own.
+3. **Incremental**: the generator's last batch (1% of the changes, late files included) is
+   landed after the first build and built incrementally; its seconds over a full refresh's.
+4. **Memory**: peak resident memory of the JVM, the Python UDF workers and this driver, for
+   the end-to-end run at ``events / 10`` and at ``events``.
+
+Numbers are wall-clock on whatever machine runs it; ratios within one run are what compare.
+Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from python_udfs import generator, runtime
+
+KCAT_SCHEMA = (
+    "struct<topic: string, partition: int, offset: bigint, headers: array<string>, "
+    "key: string, payload: string>"
+)
+README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------------------------
+
+
+class MemoryPeaks:
+    """Samples resident memory (psutil) of the JVM, the Python workers and this process."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import psutil
+
+        self.me = psutil.Process()
+        self.interval = interval
+        self.peaks = {"jvm": 0, "python_workers": 0, "driver": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        jvm = workers = 0
+        for child in self.me.children(recursive=True):
+            try:
+                name = child.name()
+                rss = child.memory_info().rss
+            except psutil.Error:
+                continue
+            if name == "java":
+                jvm += rss
+            elif name.startswith("python"):
+                workers += rss
+        for name, value in (("jvm", jvm), ("python_workers", workers)):
+            self.peaks[name] = max(self.peaks[name], value)
+        self.peaks["driver"] = max(self.peaks["driver"], self.me.memory_info().rss)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> MemoryPeaks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def timed(action: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def median_seconds(action: Callable[[], Any], rounds: int) -> float:
+    return statistics.median(timed(action) for _ in range(rounds))
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Decode
+# --------------------------------------------------------------------------------------------
+
+
+def _native_type(kind: str) -> str:
+    return {
+        "int": "int",
+        "long": "bigint",
+        "bool": "boolean",
+        "double": "double",
+        "date": "int",
+        "timestamp": "bigint",
+    }.get(kind, "string")
+
+
+def _native_column(column: str, kind: str) -> str:
+    """SQL turning one Debezium PostgreSQL payload column into the UDF's canonical value."""
+    ref = f"m.payload.after.`{column}`"
+    if kind.startswith("decimal"):
+        _, precision, scale = kind.split(":")
+        return (
+            f"cast(cast(conv(hex(unbase64({ref})), 16, 10) as decimal(38, 0)) "
+            f"/ power(10, {scale}) as decimal({precision}, {scale}))"
+        )
+    if kind == "timestamp":
+        return f"timestamp_micros({ref})"
+    if kind == "date":
+        return f"date_add(date'1970-01-01', {ref})"
+    if kind == "string":
+        return f"nullif({ref}, '__debezium_unavailable_value')"
+    return ref
+
+
+def native_debezium_sql(lines: str) -> str:
+    """The native Spark SQL decode of the generated PostgreSQL feed, over view ``lines``."""
+    columns: dict[str, str] = {}
+    for spec in generator.TABLES.values():
+        columns.update(dict(spec["columns"]))
+    _, column, kind = generator.ADDED_COLUMN
+    columns[column] = kind
+    row = ", ".join(f"`{c}`: {_native_type(k)}" for c, k in columns.items())
+    value_schema = (
+        f"struct<payload: struct<before: struct<{row}>, after: struct<{row}>, "
+        "source: struct<name: string, db: string, schema: string, `table`: string, "
+        "txId: bigint, lsn: bigint, ts_ms: bigint, snapshot: string>, op: string, "
+        "ts_ms: bigint>>"
+    )
+    key_schema = "struct<payload: struct<id: int, order_number: int, line_number: int>>"
+    after = ", ".join(f"'{c}', {_native_column(c, k)}" for c, k in columns.items())
+    toast = ", ".join(
+        f"if(m.payload.after.`{c}` = '__debezium_unavailable_value', '{c}', null)"
+        for c, k in columns.items()
+        if k == "string"
+    )
+    return f"""
+        select
+            m.payload.source.name as source_name,
+            m.payload.source.db as database_name,
+            m.payload.source.schema as schema_name,
+            m.payload.source.`table` as table_name,
+            m.payload.op as op,
+            to_json(from_json(r.key, '{key_schema}').payload) as key_json,
+            to_json(named_struct({after})) as after_json,
+            filter(array({toast}), x -> x is not null) as unavailable_columns,
+            timestamp_millis(m.payload.source.ts_ms) as committed_at,
+            cast(m.payload.source.txId as string) as transaction_id,
+            lpad(cast(m.payload.source.lsn as string), 20, '0') as position
+        from (
+            select r, from_json(r.payload, '{value_schema}') as m
+            from (select from_json(value, '{KCAT_SCHEMA}') as r from {lines})
+        )
+    """
+
+
+def _noop(frame: Any) -> None:
+    frame.write.format("noop").mode("overwrite").save()
+
+
+def decode_bench(spark: Any, files: list[str], rounds: int) -> dict[str, float]:
+    """Seconds (medians) of floor, native from_json and the UDF over the PostgreSQL feed."""
+    lines = spark.read.text(files)
+    lines.createOrReplaceTempView("bench_pg_lines")
+    native = spark.sql(native_debezium_sql("bench_pg_lines"))
+    udf = spark.sql(
+        f"select changelake_decode('debezium', r.key, r.payload, r.headers) as changes "
+        f"from (select from_json(value, '{KCAT_SCHEMA}') as r from bench_pg_lines)"
+    )
+    _noop(lines)  # warm the file listing and the Python workers once
+    _noop(udf.limit(1000))
+    return {
+        "records": lines.count(),
+        "floor": median_seconds(lambda: _noop(lines), rounds),
+        "native": median_seconds(lambda: _noop(native), rounds),
+        "udf": median_seconds(lambda: _noop(udf), rounds),
+    }
+
+
+def per_format_bench(spark: Any, data: Path, rounds: int) -> list[dict[str, Any]]:
+    """UDF decode seconds per generated feed (all batches)."""
+    formats = {
+        "pg_inventory": "debezium",
+        "sqlserver_inventory": "debezium",
+        "dtle_inventory": "debezium",
+        "dataworks_inventory": "dataworks",
+        "tencent_inventory": "tencent;time_zone=+08:00",
+        "canal_inventory": "canal",
+    }
+    out = []
+    for feed, envelope in formats.items():
+        files = sorted(str(p) for p in data.glob(f"batch-*/{feed}/*") if p.is_file())
+        lines = spark.read.text(files)
+        if feed == "sqlserver_inventory":  # Connect sink lines: the value alone
+            frame = lines.selectExpr(
+                f"changelake_decode('{envelope}', null, value, null) as changes"
+            )
+        else:
+            frame = lines.selectExpr(f"from_json(value, '{KCAT_SCHEMA}') as r").selectExpr(
+                f"changelake_decode('{envelope}', r.key, r.payload, r.headers) as changes"
+            )
+        records = lines.count()
+        seconds = median_seconds(lambda frame=frame: _noop(frame), rounds)
+        out.append({"feed": feed, "format": envelope, "records": records, "seconds": seconds})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# 2-4. Pipeline: end to end, incremental, memory
+# --------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _dbt(*args: str) -> Any:
+    from python_udfs.cli import run_dbt
+
+    code, result = run_dbt(list(args))
+    if code != 0:
+        raise runtime.ChangeLakeError(f"dbt {' '.join(args)} failed ({code}) in the benchmark")
+    return result
+
+
+def _layer(name: str) -> str:
+    for prefix, layer in (
+        ("decoded_", "decode (decoded_*)"),
+        ("stg_", "staging views"),
+        ("int_changes", "change log (int_changes_unioned)"),
+        ("int_history", "history (int_history_versions)"),
+    ):
+        if name.startswith(prefix):
+            return layer
+    return "views and tests"
+
+
+def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str, Any]:
+    """Build everything over ``events`` changes (99% then 1%), then refresh fully; time it."""
+    from python_udfs.cli import land_files
+
+    data = work / f"data-{label}"
+    summary = generator.generate(
+        data, events=events, keys=max(50, events // 200), batches=2, seed=1, last_share=0.01
+    )
+    landing = work / f"landing-{label}"
+    shutil.rmtree(landing, ignore_errors=True)
+    schema = f"bench_{label}"
+    spark.sql(f"drop schema if exists {schema} cascade")
+    home = runtime.project_dir()
+    first, last = generator.batch_folders(data)
+    result: dict[str, Any] = {"events": events, "records": 0}
+    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+        with MemoryPeaks() as memory:
+            for feed_dir in sorted(first.iterdir()):
+                land_files(feed_dir.name, [feed_dir], str(landing), home)
+            result["first_build"] = timed(lambda: _dbt("build", "--exclude", "tag:accounting"))
+            for feed_dir in sorted(last.iterdir()):
+                land_files(feed_dir.name, [feed_dir], str(landing), home)
+            result["incremental"] = timed(lambda: _dbt("build", "--exclude", "tag:accounting"))
+            matched = generator.compare(spark, schema, summary)
+            result["matched"] = all(r["matched"] for r in matched)
+            start = time.perf_counter()
+            full = _dbt("build", "--full-refresh", "--exclude", "tag:accounting")
+            result["full_refresh"] = time.perf_counter() - start
+            result["accounting_test"] = timed(lambda: _dbt("test", "--select", "tag:accounting"))
+        layers: dict[str, float] = {}
+        for node_result in full.result.results:
+            layer = _layer(node_result.node.name)
+            layers[layer] = layers.get(layer, 0.0) + node_result.execution_time
+        result["layers"] = layers
+        result["memory"] = dict(memory.peaks)
+        result["records"] = sum(f["records"] for f in summary["feeds"].values())
+    spark.sql(f"drop schema if exists {schema} cascade")
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def machine(spark: Any) -> str:
+    import psutil
+
+    java = spark.sparkContext._jvm.java.lang.System.getProperty("java.version")
+    return (
+        f"{os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM, "
+        f"{platform.system()} {platform.machine()}, Python {platform.python_version()}, "
+        f"Java {java}, Spark {spark.version} (`{spark.sparkContext.master}`)"
+    )
+
+
+def _mib(value: int) -> str:
+    return f"{value / 2**20:,.0f} MiB"
+
+
+def render(results: dict[str, Any]) -> str:
+    """The benchmark's results as Markdown tables."""
+    d = results["decode"]
+    n = d["records"]
+    lines = [
+        f"Machine: {results['machine']}. Run of {results['date']}, "
+        f"`changelake bench --events {results['events']}` ({results['rounds']} rounds, "
+        "medians).",
+        "",
+        f"**Decode**, Debezium PostgreSQL with schemas, {n:,} records "
+        f"(~{results['record_bytes']:,} bytes each), noop sink:",
+        "",
+        "| path | seconds | records/s | ratio to native |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, label in (
+        ("floor", "floor: read + write, no decoding"),
+        ("native", "native `from_json` + SQL conversions"),
+        ("udf", "ChangeLake UDF (Arrow, orjson, schema cache)"),
+    ):
+        seconds = d[name]
+        lines.append(
+            f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {seconds / d['native']:.2f} |"
+        )
+    lines += ["", "**Decode per feed** (UDF, every generated record of the feed):", ""]
+    lines += ["| feed | format | records | seconds | records/s |", "|---|---|---:|---:|---:|"]
+    for f in results["per_format"]:
+        lines.append(
+            f"| {f['feed']} | {f['format']} | {f['records']:,} | {f['seconds']:.2f} | "
+            f"{f['records'] / f['seconds']:,.0f} |"
+        )
+    lines += [
+        "",
+        "**Pipeline** (six feeds; first build of 99% of the changes, then the last 1% "
+        "incrementally, then `--full-refresh` of everything; `dbt build` without the "
+        "accounting test, which is timed on its own):",
+        "",
+        "| changes | Kafka records | first build s | +1% incremental s | full refresh s | "
+        "changes/s (full) | incremental / full | accounting test s | expected state |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for p in results["pipeline"]:
+        lines.append(
+            f"| {p['events']:,} | {p['records']:,} | {p['first_build']:.1f} | "
+            f"{p['incremental']:.1f} | {p['full_refresh']:.1f} | "
+            f"{p['events'] / p['full_refresh']:,.0f} | "
+            f"{p['incremental'] / p['full_refresh']:.2f} | "
+            f"{p['accounting_test']:.1f} | {'matched' if p['matched'] else 'DIFFERS'} |"
+        )
+    largest = results["pipeline"][-1]
+    lines += [
+        "",
+        f"Full refresh at {largest['events']:,} changes, by layer (dbt node seconds):",
+        "",
+    ]
+    lines += ["| layer | seconds |", "|---|---:|"]
+    for layer, seconds in sorted(largest["layers"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {layer} | {seconds:.1f} |")
+    lines += ["", "**Peak resident memory** during the pipeline run:", ""]
+    lines += ["| changes | JVM (driver + executor) | Python UDF workers | Python driver |"]
+    lines += ["|---:|---:|---:|---:|"]
+    for p in results["pipeline"]:
+        m = p["memory"]
+        lines.append(
+            f"| {p['events']:,} | {_mib(m['jvm'])} | {_mib(m['python_workers'])} | "
+            f"{_mib(m['driver'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(readme: Path, table: str) -> None:
+    text = readme.read_text()
+    start, end = text.index(README_START), text.index(README_END)
+    readme.write_text(text[: start + len(README_START)] + "\n" + table + text[end:])
+
+
+def run(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
+    """Every measurement, in order; returns the results ``render`` formats."""
+    work.mkdir(parents=True, exist_ok=True)
+    pg = work / "decode-pg"
+    shutil.rmtree(pg, ignore_errors=True)
+    generator.generate(
+        pg, events=events, keys=max(50, events // 20), batches=1, feeds=["pg_inventory"]
+    )
+    pg_files = sorted(str(p) for p in pg.glob("batch-*/pg_inventory/pg_server.public.*"))
+    record_bytes = sum(os.path.getsize(p) for p in pg_files) // max(1, events)
+    runtime.log(f"bench: decoding {events} PostgreSQL records")
+    decode = decode_bench(spark, pg_files, rounds)
+    shutil.rmtree(pg, ignore_errors=True)
+    results: dict[str, Any] = {
+        "machine": machine(spark),
+        "date": time.strftime("%Y-%m-%d"),
+        "events": events,
+        "rounds": rounds,
+        "record_bytes": record_bytes,
+        "decode": decode,
+        "pipeline": [],
+    }
+    for size, label in ((max(1000, events // 10), "tenth"), (events, "full")):
+        runtime.log(f"bench: pipeline over {size} changes")
+        results["pipeline"].append(pipeline_bench(spark, work, size, label))
+    runtime.log("bench: decode per feed")
+    results["per_format"] = per_format_bench(spark, work / "data-full", rounds)
+    return results
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="changelake bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="changes (default 1M)")
+    parser.add_argument("--large", action="store_true", help="10M changes")
+    parser.add_argument("--rounds", type=int, default=3, help="decode rounds (medians)")
+    parser.add_argument(
+        "--write-readme", action="store_true", help="write the tables into README.md"
+    )
+    opts = parser.parse_args(argv)
+    events = 10_000_000 if opts.large else opts.events
+    from python_udfs.cli import RUNTIME
+
+    home = runtime.project_dir()
+    os.environ.setdefault("CHANGELAKE_HOME", str(home))
+    RUNTIME.start(home, home / "profiles", os.environ.get("DBT_TARGET"))
+    work = runtime.state_dir(home) / "bench"
+    results = run(RUNTIME.session, work, events, opts.rounds)
+    table = render(results)
+    print(table)
+    if opts.write_readme:
+        write_readme(home / "README.md", table)
+        print(f"wrote the benchmark section of {home / 'README.md'}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
