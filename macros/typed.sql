@@ -1,0 +1,147 @@
+{#
+    purpose: per-table typed SCD-2 history and current state, from one configuration entry.
+
+    A typed history model is one call, which is the table's whole configuration:
+
+        {{ changelake_typed_history(
+            feed='pg_inventory',
+            source_table='inventory.public.customers',   -- database[.schema].table
+            columns={'id': 'int', 'email': 'string', 'created_at': 'timestamp', ...},
+            key=['id'],
+            tracked=['email', 'is_active']               -- optional; default: every column
+        ) }}
+
+    It reads the table's versions from `cdc_history` and gives every configured column its own
+    typed column (`cast` from the canonical JSON text; `binary` columns from base64). With
+    `tracked`, consecutive versions that differ only in untracked columns are one version (as
+    dbt snapshots' `check_cols`): it keeps the values of its first change and closes where the
+    last one closed. A delete still closes, and a re-insert still opens a new version.
+    The typed current model is `{{ changelake_typed_current('<typed history model>') }}`.
+#}
+{% macro changelake_typed_history(feed, source_table, columns, key, tracked=none) %}
+    {%- set tracked_columns = tracked if tracked is not none else columns.keys() | list -%}
+    {%- for column in key + tracked_columns if column not in columns -%}
+        {{ exceptions.raise_compiler_error(
+            "typed history of " ~ source_table ~ ": column '" ~ column
+            ~ "' is a key or tracked column but has no type in `columns`") }}
+    {%- endfor %}
+with
+
+versions as (
+    select
+        key_json,
+        row_json,
+        version_number,
+        valid_from,
+        valid_to,
+        valid_from_position,
+        valid_to_position,
+        is_current,
+        is_deleted,
+        opening_change_id,
+        closing_change_id,
+        from_json(
+            row_json,
+            'struct<{% for column in columns %}`{{ column }}`: string{{ ", " if not loop.last }}{% endfor %}>'
+        ) as image
+    from {{ ref('cdc_history') }}
+    where
+        feed = '{{ feed }}'
+        and concat_ws('.', database_name, schema_name, table_name) = '{{ source_table }}'
+),
+
+islands as (
+    select
+        *,
+        -- a version starts a new tracked version unless it continues the previous one unchanged
+        sum(case when continues then 0 else 1 end) over (
+            partition by key_json order by valid_from_position, version_number
+            rows between unbounded preceding and current row
+        ) as island
+    from (
+        select
+            *,
+            coalesce(
+                -- the previous version was closed by this one's opening (no delete, no gap)
+                not lag(is_deleted) over (
+                    partition by key_json order by valid_from_position, version_number
+                ) and lag(valid_to_position) over (
+                    partition by key_json order by valid_from_position, version_number
+                ) = valid_from_position and {% for column in tracked_columns -%}
+                    image.`{{ column }}` <=> lag(image.`{{ column }}`) over (
+                        partition by key_json order by valid_from_position, version_number
+                    ){{ " and " if not loop.last }}
+                {%- endfor %},
+                false
+            ) as continues
+        from versions
+    )
+),
+
+collapsed as (
+    select
+        key_json,
+        min_by(image, valid_from_position) as image,
+        min_by(valid_from, valid_from_position) as valid_from,
+        max_by(valid_to, valid_from_position) as valid_to,
+        min(valid_from_position) as valid_from_position,
+        max_by(valid_to_position, valid_from_position) as valid_to_position,
+        max_by(is_current, valid_from_position) as is_current,
+        max_by(is_deleted, valid_from_position) as is_deleted,
+        min_by(opening_change_id, valid_from_position) as opening_change_id,
+        max_by(closing_change_id, valid_from_position) as closing_change_id
+    from islands
+    group by key_json, island
+),
+
+final as (
+    select
+        -- ids
+        key_json,
+        row_number() over (partition by key_json order by valid_from_position) as version_number,
+        opening_change_id,
+        closing_change_id,
+        -- the configured columns, typed
+        {% for column, type in columns.items() -%}
+        {{ _changelake_typed_value('image.`' ~ column ~ '`', type) }} as `{{ column }}`,
+        {% endfor -%}
+        -- validity
+        valid_from_position,
+        valid_to_position,
+        valid_from,
+        valid_to,
+        is_current,
+        is_deleted
+    from collapsed
+)
+
+select * from final
+{% endmacro %}
+
+{# purpose: one canonical JSON text value as its configured Spark type #}
+{% macro _changelake_typed_value(expression, type) %}
+    {%- if type in ('binary', 'bytes') -%}
+        unbase64({{ expression }})
+    {%- elif type in ('string', 'json') -%}
+        {{ expression }}
+    {%- else -%}
+        cast({{ expression }} as {{ type }})
+    {%- endif -%}
+{% endmacro %}
+
+{# purpose: the open versions of a typed history model: one row per live key #}
+{% macro changelake_typed_current(history) %}
+with
+
+history as (
+    select * from {{ history }}
+),
+
+final as (
+    select * except (valid_to, valid_to_position, closing_change_id, is_current, is_deleted, version_number)
+    from history
+    where is_current
+)
+
+select * from final
+{% endmacro %}
