@@ -1,0 +1,90 @@
+"""The benchmark as a smoke test: every measurement runs at a small size and renders its
+tables into a README copy. Times are printed, never asserted."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from python_udfs import bench
+
+pytestmark = pytest.mark.dbt
+
+
+def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
+    results = bench.run(spark, tmp_path / "bench", events=3_000, rounds=1)
+    decode = results["decode"]
+    assert decode["records"] > 3_000  # row changes plus markers, heartbeats, tombstones
+    assert all(decode[k] > 0 for k in ("floor", "native", "udf"))
+    assert [p["events"] for p in results["pipeline"]] == [1_000, 3_000]
+    assert all(p["matched"] for p in results["pipeline"])
+    assert {f["feed"] for f in results["per_format"]} == {
+        "pg_inventory",
+        "sqlserver_inventory",
+        "dtle_inventory",
+        "dataworks_inventory",
+        "tencent_inventory",
+        "canal_inventory",
+    }
+    table = bench.render(results)
+    print(table)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{bench.README_START}\nold\n{bench.README_END}\n\nafter\n")
+    bench.write_readme(readme, table)
+    text = readme.read_text()
+    assert "old" not in text
+    assert text.endswith(f"{bench.README_END}\n\nafter\n")
+    assert "| ChangeLake UDF" in text
+    assert "changes/s (full)" in text
+
+
+def test_native_decode_gives_the_udf_values(spark, tmp_path):
+    """The native SQL path computes what the UDF computes (so the comparison is fair)."""
+    import json
+
+    from python_udfs.generator import generate
+
+    out = tmp_path / "pg"
+    generate(out, events=400, keys=10, batches=1, feeds=["pg_inventory"])
+    files = sorted(str(p) for p in out.glob("batch-*/pg_inventory/pg_server.public.*"))
+    spark.read.text(files).createOrReplaceTempView("bench_check_lines")
+    native = {
+        (r.table_name, r.position): r
+        for r in spark.sql(bench.native_debezium_sql("bench_check_lines")).collect()
+        if r.op in ("c", "r")
+    }
+    udf = spark.sql(
+        f"select inline(changelake_decode('debezium', r.key, r.payload, r.headers)) "
+        f"from (select from_json(value, '{bench.KCAT_SCHEMA}') as r from bench_check_lines)"
+    ).collect()
+    compared = 0
+    for change in udf:
+        if change.kind != "row" or change.op not in ("c", "r"):
+            continue
+        n = native[(change.table_name, change.position)]
+        assert json.loads(n.key_json) == json.loads(change.key_json)
+        assert n.committed_at == change.committed_at
+        expected = json.loads(change.after_json)
+        got = json.loads(n.after_json)
+        for column, value in expected.items():
+            assert same(got.get(column), value), (column, got.get(column), value)
+        compared += 1
+    assert compared > 100
+
+
+def same(native, canonical) -> bool:
+    """Equal values across the two renderings: to_json's numbers and zoned timestamps vs the
+    canonical text (exact decimals, zone-less timestamps)."""
+    if native == canonical:
+        return True
+    try:
+        return Decimal(str(native)) == Decimal(str(canonical))
+    except ArithmeticError:
+        pass
+    try:
+        native_time = dt.datetime.fromisoformat(str(native)).replace(tzinfo=None)
+        return native_time == dt.datetime.fromisoformat(str(canonical))
+    except ValueError:
+        return False
