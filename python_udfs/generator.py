@@ -68,6 +68,9 @@ FEEDS = (
     "canal_inventory",
 )
 PARTITIONS = 2
+# records per landed file at most, like a Kafka Connect sink's flush.size: a landed file is read
+# as one row (so each record keeps its file and line), which must fit in an executor's memory
+FILE_RECORDS = 10_000
 # topics landed in a feed of their own (dtle's DDL topic has its own envelope format)
 FEED_OF_TOPIC = {"dtle.schema-changes": "dtle_inventory_ddl"}
 START = dt.datetime(2026, 1, 5, 8, 0, 0)
@@ -1340,17 +1343,22 @@ class Landing:
         self.buffers.clear()
 
     def _write(self, batch: int, topic: str, partition: int, lines: list[tuple[int, str]]) -> None:
+        """Write ``lines`` as files of at most FILE_RECORDS records (a sink's flush size)."""
         folder = self.out / f"batch-{batch:04d}" / FEED_OF_TOPIC.get(topic, self.feed)
         folder.mkdir(parents=True, exist_ok=True)
-        start = lines[0][0]
         self.lines += len(lines)
-        text = "\n".join(line for _, line in lines) + "\n"
-        if self.shape == "connect":
-            path = folder / f"{topic}+{partition}+{start:010d}.json.gz"
-            path.write_bytes(gzip.compress(text.encode(), mtime=0))
-        else:
-            path = folder / f"{topic}-{partition}-{start:012d}.jsonl"
-            path.write_text(text)
+        for first in range(0, len(lines), FILE_RECORDS):
+            chunk = lines[first : first + FILE_RECORDS]
+            start, end = chunk[0][0], chunk[-1][0]
+            text = "\n".join(line for _, line in chunk) + "\n"
+            if self.shape == "connect":
+                path = folder / f"{topic}+{partition}+{start:010d}.json.gz"
+                path.write_bytes(gzip.compress(text.encode(), mtime=0))
+            else:
+                # kcat files are named by their first and last offsets: a re-delivered range
+                # never takes the name of an earlier file
+                path = folder / f"{topic}-{partition}-{start:012d}-{end:012d}.jsonl"
+                path.write_text(text)
 
 
 # --------------------------------------------------------------------------------------------

@@ -189,3 +189,17 @@ def test_streams_hold_what_production_holds(generated):
     ddl = summary["feeds"]["canal_inventory"]["tables"]["inventory.customers"]["rows"]
     assert any("loyalty_tier" in row for row in ddl.values())
     assert any("loyalty_tier" not in row for row in ddl.values())
+
+
+def test_files_roll_at_the_flush_size_and_still_fold_to_the_expected_state(tmp_path, monkeypatch):
+    from python_udfs import generator
+
+    monkeypatch.setattr(generator, "FILE_RECORDS", 37)
+    summary = generate(tmp_path, events=3_000, keys=20, batches=2, seed=3)
+    sizes = [len(p.read_text().splitlines()) for p in tmp_path.glob("batch-*/*/*.jsonl")]
+    assert max(sizes) == 37
+    state, counts, quarantined = fold(tmp_path)
+    for feed in FEEDS:
+        for table, expected in summary["feeds"][feed]["tables"].items():
+            assert state[feed][table] == expected["rows"], (feed, table)
+            assert counts[feed][table] == expected["versions"], (feed, table)
