@@ -198,7 +198,7 @@ def test_files_roll_at_the_flush_size_and_still_fold_to_the_expected_state(tmp_p
     summary = generate(tmp_path, events=3_000, keys=20, batches=2, seed=3)
     sizes = [len(p.read_text().splitlines()) for p in tmp_path.glob("batch-*/*/*.jsonl")]
     assert max(sizes) == 37
-    state, counts, quarantined = fold(tmp_path)
+    state, counts, _ = fold(tmp_path)
     for feed in FEEDS:
         for table, expected in summary["feeds"][feed]["tables"].items():
             assert state[feed][table] == expected["rows"], (feed, table)
