@@ -495,6 +495,15 @@ def mysql_image(world: World, table: str, row: dict[str, Any] | None) -> dict[st
     return {c: _mysql_text(types[c], row[c]) for c in world.columns[table] if c in row}
 
 
+def _bytes_and_json(kind: str, value: Any) -> Any:
+    """Bytes as base64 text and JSON documents as sorted compact text; others unchanged."""
+    if kind == "bytes":
+        return base64.b64encode(value).decode()
+    if kind == "json":
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return value
+
+
 def _quantized(kind: str, value: Decimal) -> Decimal:
     scale = int(kind.split(":")[2])
     return Decimal(value).quantize(Decimal(1).scaleb(-scale))
@@ -508,10 +517,8 @@ def canonical(family: str, kind: str, value: Any) -> Any:
         return _mysql_text(kind, value)
     if kind.startswith("decimal"):
         return decimal_text(_quantized(kind, value))
-    if kind == "bytes":
-        return base64.b64encode(value).decode()
-    if kind == "json":
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    if kind in ("bytes", "json"):
+        return _bytes_and_json(kind, value)
     if family == "dataworks":
         if kind in ("timestamp", "timestamptz"):
             return timestamp_text(_ms(value) * 1_000_000, zone="Z")
@@ -717,11 +724,7 @@ class Debezium:
             return _zoned(value)
         if kind == "date":
             return (value - EPOCH.date()).days
-        if kind == "bytes":
-            return base64.b64encode(value).decode()
-        if kind == "json":
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-        return value
+        return _bytes_and_json(kind, value)
 
     def image(
         self, world: World, table: str, row: dict[str, Any] | None, toast: tuple[str, ...] = ()
@@ -938,11 +941,7 @@ class DataWorks:
             return _ms(value)
         if kind == "date":
             return _ms(dt.datetime.combine(value, dt.time()))
-        if kind == "bytes":
-            return base64.b64encode(value).decode()
-        if kind == "json":
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-        return value
+        return _bytes_and_json(kind, value)
 
     def _doc(
         self,
