@@ -1517,9 +1517,16 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--batches", type=int, default=3, help="landing batches")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--feeds", default=",".join(FEEDS), help="comma-separated feeds")
+    parser.add_argument("--last-share", type=float, help="share of changes in the last batch")
     opts = parser.parse_args(argv)
     summary = generate(
-        opts.out, opts.events, opts.keys, opts.batches, opts.seed, opts.feeds.split(",")
+        opts.out,
+        opts.events,
+        opts.keys,
+        opts.batches,
+        opts.seed,
+        opts.feeds.split(","),
+        opts.last_share,
     )
     for feed, facts in summary["feeds"].items():
         print(

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import _parse_datatype_string
 
 from python_udfs import ENVELOPE_FORMATS, FIELD_NAMES, decode
-from python_udfs.spark_udfs import decode_row
+from python_udfs.layout import SPARK_SCHEMA
+from python_udfs.spark_udfs import decode_batch
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = (
@@ -69,6 +73,15 @@ def test_udf_matches_pure_decoder(spark):
     headers=st.one_of(st.none(), st.lists(st.one_of(st.none(), st.text(max_size=10)), max_size=5)),
 )
 def test_random_input_never_raises(key, value, headers):
-    rows = decode_row("debezium", key, value, headers)
+    """The UDF body, Arrow in and out, on one record: never raises, always a full layout."""
+    arrow_type = to_arrow_type(_parse_datatype_string(SPARK_SCHEMA), timezone="UTC")
+    batch = decode_batch(
+        pa.array(["debezium"]),
+        pa.array([key], pa.string()),
+        pa.array([value], pa.string()),
+        pa.array([headers], pa.list_(pa.string())),
+        arrow_type,
+    )
+    rows = batch.to_pylist()[0]
     assert rows
-    assert all(len(r) == len(FIELD_NAMES) for r in rows)
+    assert all(list(r) == list(FIELD_NAMES) for r in rows)
