@@ -310,8 +310,8 @@ class World:
             },
         )
 
-    def transaction(self, progress: float) -> list[Change]:
-        """One transaction of the stream; ``progress`` in [0, 1) places one-off events."""
+    def transaction(self) -> list[Change]:
+        """One transaction of the stream (the one-off DDL and truncate are placed by stream)."""
         r = self.rng
         pick = r.random()
         live = self.live
@@ -446,7 +446,7 @@ class World:
                 truncate_at = None
                 yield Txn([self.truncate("order_lines")], self.clock, self._txid())
                 continue
-            changes = self.transaction(progress)
+            changes = self.transaction()
             if changes:
                 emitted += sum(1 for c in changes if c.kind == "row")
                 yield Txn(changes, self.clock, self._txid())
@@ -1300,9 +1300,6 @@ class Landing:
                 return  # the sink drops tombstones (behavior.on.null.values=ignore)
             line = record.value
         else:
-            headers = []
-            for i in range(0, len(record.headers), 2):
-                headers += [record.headers[i], record.headers[i + 1]]
             line = _dumps(
                 {
                     "topic": record.topic,
@@ -1311,7 +1308,7 @@ class Landing:
                     "tstype": "create",
                     "ts": record.timestamp_ms + 50,
                     "broker": 0,
-                    "headers": headers,
+                    "headers": record.headers,
                     "key": record.key,
                     "payload": record.value,
                 }
