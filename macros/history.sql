@@ -1,27 +1,173 @@
 {#
-    purpose: the body of the versions model: the SCD-2 versions of every key whose changes are
-    new since the last run, recomputed from all of that key's changes.
+    The history store: SCD-2 versions kept as consumers read them, in layers.
 
-    Each run appends, for every affected key (a key with a change in a newly committed change
-    log batch, the old key of an update that changed the key, every key of a table with a new
-    truncate), the key's complete version list, tagged with the run's batch id; `cdc_history`
-    shows, per key, the versions of the latest committed batch. A late change therefore lands
-    in its place and its neighbours are re-stitched; running again with nothing new adds
-    nothing; a full refresh computes every key once, which is what the runs gave.
+    `int_history_versions` is an append-only parquet table partitioned by (batch_id, part). A
+    run writes one layer (its batch id) holding, for the keys its new changes touch:
+
+      part 'frontier'    each touched key's last version (open, or closed by a delete) and the
+                         last source position seen for the key: the state the next run resumes
+                         from, and, where open, the key's row in cdc_current
+      part 'closed'      versions the run closed (or, for a re-folded key, all closed versions)
+      part 'superseded'  one row per re-folded key: its closed rows in older layers are void
+      part 'truncate'    the truncates the run logged, one row each
+
+    A key whose new changes all come after everything seen for it (the normal case) resumes the
+    fold from its frontier row: the run reads the new changes and the frontier, never the whole
+    change log. A key with a change at or before its last seen position (late, re-sent, or
+    before a truncate already applied) is re-folded from all its changes in the change log and
+    its older closed rows are superseded. Either way the fold is the one `changelake_versions`
+    UDF (python_udfs/scd2.py), so a run gives what a full refresh gives.
+
+    Compaction (a post-hook, `changelake_compact_history`) writes a base layer: the live frontier
+    (one row per key) and the live closed, superseded and truncate rows of the layers since the
+    previous base; the ledger row of kind 'base' makes it visible, and the layers it replaces are
+    dropped. Readers see: every base layer's closed, superseded and truncate rows; the newest
+    base layer's frontier; every layer committed after the newest base.
 #}
-{% macro changelake_versions_model(changes_model) %}
-    {%- set pending = _changelake_pending_batches(changes_model) if execute and is_incremental() else [] -%}
-    {%- set table_id = ['feed', 'source_name', 'database_name', 'schema_name', 'table_name'] %}
-with
 
-changes as (
-    select * from {{ ref(changes_model) }} as logged
-    where {{ changelake_committed('logged', changes_model) }}
-),
+{# purpose: the columns identifying one source table #}
+{% macro _changelake_table_id() %}
+    {{ return(['feed', 'source_name', 'database_name', 'schema_name', 'table_name']) }}
+{% endmacro %}
 
-row_changes as (
+{# purpose: SQL join condition: `left` and `right` are the same source table (and key, with `key`) #}
+{% macro _changelake_same_table(left, right, key=false) %}
+    {%- set parts = [] -%}
+    {%- for column in _changelake_table_id() -%}
+        {%- do parts.append(left ~ '.' ~ column ~ ' <=> ' ~ right ~ '.' ~ column) -%}
+    {%- endfor -%}
+    {%- if key -%}
+        {%- do parts.append(left ~ '.key_json = ' ~ right ~ '.key_json') -%}
+    {%- endif -%}
+    {{ return(parts | join(' and ')) }}
+{% endmacro %}
+
+{# purpose: a SQL list literal of text values, ('') when empty #}
+{% macro _changelake_sql_list(values) %}
+    {%- set quoted = [] -%}
+    {%- for value in values -%}
+        {%- do quoted.append(_changelake_literal(value)) -%}
+    {%- endfor -%}
+    {{ return('(' ~ (quoted | join(', ') if quoted else "''") ~ ')') }}
+{% endmacro %}
+
+{# purpose: the version columns, in the order of the table (after the table id and key) #}
+{% macro _changelake_version_columns() %}
+    {{ return([
+        'version_number', 'row_json', 'valid_from', 'valid_to', 'valid_from_position',
+        'valid_to_position', 'is_current', 'is_deleted', 'opening_change_id', 'closing_change_id',
+        'opened_from_key_json', 'closed_into_key_json',
+    ]) }}
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the committed layers of the history store: batch_id,
+    committed_at, is_base, has_live_frontier. Bases and the batches after the newest base
+    are live; of the bases only the newest one's frontier is.
+#}
+{% macro _changelake_live_layers(model_identifier) %}
+    {%- set ledger = changelake_ledger(model_identifier) -%}
     select
-        {{ table_id | join(', ') }},
+        ledger.batch_id,
+        ledger.committed_at,
+        ledger.kind = 'base' as is_base,
+        ledger.committed_at >= coalesce(newest.committed_at, timestamp '1970-01-01') as has_live_frontier
+    from {{ ledger }} as ledger
+    cross join (
+        select max(committed_at) as committed_at from {{ ledger }} where kind = 'base'
+    ) as newest
+    where
+        ledger.kind = 'base'
+        or (ledger.kind = 'batch' and ledger.committed_at > coalesce(newest.committed_at, timestamp '1970-01-01'))
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the live frontier of the history store `relation`: one row per
+    key, from the newest layer holding the key.
+#}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions') %}
+    {%- set key = _changelake_table_id() + ['key_json'] -%}
+    with
+
+    live_layers as (
+        {{ _changelake_live_layers(model_identifier) }}
+    ),
+
+    frontier_rows as (
+        select
+            stored.* except (part),
+            live_layers.committed_at as layer_committed_at,
+            live_layers.is_base
+        from {{ relation }} as stored
+        inner join live_layers on stored.batch_id = live_layers.batch_id
+        where stored.part = 'frontier' and live_layers.has_live_frontier
+    ),
+
+    newest_deltas as (
+        select * except (newness)
+        from (
+            select
+                *,
+                row_number() over (
+                    partition by {{ key | join(', ') }} order by layer_committed_at desc
+                ) as newness
+            from frontier_rows
+            where not is_base
+        ) as ranked
+        where newness = 1
+    ),
+
+    base as (
+        select frontier_rows.* from frontier_rows
+        left anti join newest_deltas
+            on {{ _changelake_same_table('frontier_rows', 'newest_deltas', key=true) }}
+        where frontier_rows.is_base
+    )
+
+    select * from base
+    union all
+    select * from newest_deltas
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the live closed versions of the history store `relation`: closed
+    rows of live layers that no later layer superseded.
+#}
+{% macro changelake_history_closed(relation, model_identifier='int_history_versions') %}
+    with
+
+    live_layers as (
+        {{ _changelake_live_layers(model_identifier) }}
+    ),
+
+    stored as (
+        select
+            stored.*,
+            live_layers.committed_at as layer_committed_at
+        from {{ relation }} as stored
+        inner join live_layers on stored.batch_id = live_layers.batch_id
+        where stored.part in ('closed', 'superseded')
+    ),
+
+    superseded as (
+        select * from stored where part = 'superseded'
+    )
+
+    select stored.* except (part)
+    from stored
+    left anti join superseded
+        on {{ _changelake_same_table('stored', 'superseded', key=true) }}
+        and superseded.layer_committed_at > stored.layer_committed_at
+    where stored.part = 'closed'
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of row changes as fold events: every keyed row change, and for an
+    update that changed the key, a close of the old key into the new one.
+#}
+{% macro _changelake_row_events(changes) %}
+    select
+        {{ _changelake_table_id() | join(', ') }},
         key_json,
         change_id,
         op,
@@ -32,14 +178,13 @@ row_changes as (
         committed_at,
         after_json,
         unavailable_columns,
-        linked_key_json,
-        batch_id
-    from changes
+        linked_key_json
+    from {{ changes }}
     where kind = 'row' and key_json is not null
     union all
     -- an update that changed the primary key also closes the old key, into the new one
     select
-        {{ table_id | join(', ') }},
+        {{ _changelake_table_id() | join(', ') }},
         linked_key_json as key_json,
         change_id,
         'd' as op,
@@ -50,92 +195,468 @@ row_changes as (
         committed_at,
         cast(null as string) as after_json,
         cast(null as array<string>) as unavailable_columns,
-        key_json as linked_key_json,
-        batch_id
-    from changes
+        key_json as linked_key_json
+    from {{ changes }}
     where kind = 'row' and op = 'u' and linked_key_json is not null and key_json is not null
-),
+{% endmacro %}
 
-truncates as (
+{# purpose: SQL (a select) of the truncates among `changes`, as fold events without a key #}
+{% macro _changelake_truncate_events(changes) %}
     select
-        {{ table_id | join(', ') }},
+        {{ _changelake_table_id() | join(', ') }},
         change_id,
+        't' as op,
         position,
         kafka_partition,
         kafka_offset,
         row_index,
         committed_at,
-        batch_id
-    from changes
-    where kind = 'truncate'
-),
-
-affected_keys as (
-    select distinct
-        {{ table_id | join(', ') }},
-        key_json
-    from row_changes
-    {%- if is_incremental() %}
-    where batch_id in ({% for b in pending %}'{{ b }}'{{ ", " if not loop.last }}{% else %}''{% endfor %})
-    union
-    -- a new truncate touches every key of its table
-    select distinct
-        {% for column in table_id %}row_changes.{{ column }}, {% endfor %}
-        row_changes.key_json
-    from row_changes
-    inner join truncates
-        on {% for column in table_id %}row_changes.{{ column }} <=> truncates.{{ column }}{{ " and " if not loop.last }}{% endfor %}
-    where truncates.batch_id in ({% for b in pending %}'{{ b }}'{{ ", " if not loop.last }}{% else %}''{% endfor %})
-    {%- endif %}
-),
-
-keyed_changes as (
-    select row_changes.* except (batch_id)
-    from row_changes
-    left semi join affected_keys
-        on {% for column in table_id %}row_changes.{{ column }} <=> affected_keys.{{ column }} and {% endfor %}row_changes.key_json = affected_keys.key_json
-    union all
-    -- every truncate of the table, for each affected key of it
-    select
-        {% for column in table_id %}affected_keys.{{ column }}, {% endfor %}
-        affected_keys.key_json,
-        truncates.change_id,
-        't' as op,
-        truncates.position,
-        truncates.kafka_partition,
-        truncates.kafka_offset,
-        truncates.row_index,
-        truncates.committed_at,
         cast(null as string) as after_json,
         cast(null as array<string>) as unavailable_columns,
         cast(null as string) as linked_key_json
-    from affected_keys
-    inner join truncates
-        on {% for column in table_id %}affected_keys.{{ column }} <=> truncates.{{ column }}{{ " and " if not loop.last }}{% endfor %}
+    from {{ changes }}
+    where kind = 'truncate'
+{% endmacro %}
+
+{# purpose: the struct of one fold event, as the changelake_versions UDF takes it #}
+{% macro _changelake_fold_event(alias) %}
+    struct(
+        {{ alias }}.change_id, {{ alias }}.op, {{ alias }}.position, {{ alias }}.kafka_partition,
+        {{ alias }}.kafka_offset, {{ alias }}.row_index, {{ alias }}.committed_at,
+        {{ alias }}.after_json, {{ alias }}.unavailable_columns, {{ alias }}.linked_key_json
+    )
+{% endmacro %}
+
+{#
+    purpose: the body of the history store model: for the keys that newly committed change-log
+    batches touch, the versions that change and each key's new frontier row (see above).
+#}
+{% macro changelake_versions_model(changes_model) %}
+    {%- set incremental = is_incremental() -%}
+    {%- set pending = _changelake_pending_batches(changes_model) if execute and incremental else [] -%}
+    {%- set table_id = _changelake_table_id() -%}
+    {%- set key = table_id + ['key_json'] -%}
+    {%- if incremental and not pending -%}
+        {#- nothing new: write nothing, read nothing -#}
+        {{ return('select * from ' ~ this ~ ' where false') }}
+    {%- endif -%}
+    {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
+with
+
+changes as (
+    select * from {{ ref(changes_model) }} as logged
+    where {{ changelake_committed('logged', changes_model) }}
+),
+
+new_changes as (
+    select * from changes
+    {%- if incremental %}
+    where batch_id in {{ _changelake_sql_list(pending) }}
+    {%- endif %}
+),
+
+new_events as (
+    {{ _changelake_row_events('new_changes') }}
+),
+
+new_truncates as (
+    {{ _changelake_truncate_events('new_changes') }}
+),
+{%- if incremental %}
+
+{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates') }}
+
+-- keys whose new changes all come after what was seen: the new changes, from the frontier
+resumed_events as (
+    select
+        {% for column in key %}classified.{{ column }}, {% endfor %}
+        {{ _changelake_fold_event('new_events') }} as event
+    from classified
+    inner join new_events on {{ _changelake_same_table('classified', 'new_events', key=true) }}
+    where not classified.is_late
+    union all
+    select
+        {% for column in key %}classified.{{ column }}, {% endfor %}
+        {{ _changelake_fold_event('new_truncates') }} as event
+    from classified
+    inner join new_truncates on {{ _changelake_same_table('classified', 'new_truncates') }}
+    where not classified.is_late
+),
+{%- endif %}
+{%- if any_late %}
+
+-- keys folded from all their changes: every key in a full build, late keys in a run
+refold_keys as (
+    {%- if incremental %}
+    select {{ key | join(', ') }} from classified where is_late
+    {%- else %}
+    select distinct {{ key | join(', ') }} from ({{ _changelake_row_events('changes') }}) as all_events
+    {%- endif %}
+),
+
+all_truncates as (
+    {{ _changelake_truncate_events('changes') }}
+),
+
+refold_events as (
+    select
+        {% for column in key %}all_events.{{ column }}, {% endfor %}
+        {{ _changelake_fold_event('all_events') }} as event
+    from ({{ _changelake_row_events('changes') }}) as all_events
+    left semi join refold_keys on {{ _changelake_same_table('all_events', 'refold_keys', key=true) }}
+    union all
+    select
+        {% for column in key %}refold_keys.{{ column }}, {% endfor %}
+        {{ _changelake_fold_event('all_truncates') }} as event
+    from refold_keys
+    inner join all_truncates on {{ _changelake_same_table('refold_keys', 'all_truncates') }}
+),
+{%- endif %}
+
+fold_inputs as (
+    {%- if incremental %}
+    select
+        {% for column in key %}classified.{{ column }}, {% endfor %}
+        classified.is_late,
+        classified.state,
+        classified.state_last_position,
+        events.event
+    from classified
+    left join (
+        select * from resumed_events
+        {%- if any_late %}
+        union all
+        select * from refold_events
+        {%- endif %}
+    ) as events on {{ _changelake_same_table('classified', 'events', key=true) }}
+    {%- else %}
+    select
+        {% for column in key %}refold_events.{{ column }}, {% endfor %}
+        true as is_late,
+        cast(null as {{ _changelake_state_type() }}) as state,
+        cast(null as string) as state_last_position,
+        refold_events.event
+    from refold_events
+    {%- endif %}
 ),
 
 folded as (
     select
-        {{ table_id | join(', ') }},
-        key_json,
-        changelake_versions(collect_list(struct(
-            change_id, op, position, kafka_partition, kafka_offset, row_index, committed_at,
-            after_json, unavailable_columns, linked_key_json
-        ))) as versions
-    from keyed_changes
-    group by {{ table_id | join(', ') }}, key_json
+        {{ key | join(', ') }},
+        is_late,
+        changelake_versions(collect_list(event), if(is_late, null, first(state, true))) as versions,
+        first(state, true) as state,
+        -- the last source position seen for the key (positions order one source's log)
+        greatest(max(coalesce(event.position, '')), max(coalesce(state_last_position, ''))) as last_position
+    from fold_inputs
+    group by {{ key | join(', ') }}, is_late
+),
+
+layer_closed as (
+    select
+        {% for column in key %}folded.{{ column }},
+        {% endfor -%}
+        version.*,
+        cast(null as string) as last_position,
+        'closed' as part
+    from folded
+    lateral view explode(folded.versions) as version
+    where not version.is_current
+),
+
+last_versions as (
+    select
+        *,
+        -- the key's last version: the fold's, else (nothing opened) the one it resumed from
+        coalesce(try_element_at(versions, -1), if(is_late, null, state)) as last_version
+    from folded
+),
+
+layer_frontier as (
+    select
+        {% for column in key %}{{ column }},
+        {% endfor -%}
+        last_version.*,
+        last_position,
+        'frontier' as part
+    from last_versions
+),
+
+{%- set nulls -%}
+    {%- for column in _changelake_version_columns() -%}
+        cast(null as {{ _changelake_version_type(column) }}) as {{ column }},
+    {%- endfor -%}
+{%- endset %}
+
+layer_superseded as (
+    select
+        {% for column in key %}{{ column }},
+        {% endfor -%}
+        {{ nulls }}
+        cast(null as string) as last_position,
+        'superseded' as part
+    from folded
+    {%- if incremental %}
+    where is_late
+    {%- else %}
+    where false
+    {%- endif %}
+),
+
+layer_truncates as (
+    select
+        {% for column in table_id %}{{ column }},
+        {% endfor -%}
+        cast(null as string) as key_json,
+        {{ nulls }}
+        position as last_position,
+        'truncate' as part
+    from new_truncates
 ),
 
 final as (
-    select
-        {% for column in table_id %}folded.{{ column }},
-        {% endfor -%}
-        folded.key_json,
-        version.*,
-        '{{ invocation_id }}' as batch_id
-    from folded
-    lateral view explode(folded.versions) as version
+    select *, '{{ invocation_id }}' as batch_id from (
+        select * from layer_closed
+        union all
+        select * from layer_frontier
+        union all
+        select * from layer_superseded
+        union all
+        select * from layer_truncates
+    ) as layer_rows
 )
 
-select * from final
+select
+    {{ (key + _changelake_version_columns() + ['last_position', 'batch_id', 'part']) | join(',\n    ') }}
+from final
+{% endmacro %}
+
+{# purpose: the Spark type of one version column (python_udfs.scd2.VERSION_FIELDS) #}
+{% macro _changelake_version_type(column) %}
+    {%- set types = {
+        'version_number': 'int', 'valid_from': 'timestamp', 'valid_to': 'timestamp',
+        'is_current': 'boolean', 'is_deleted': 'boolean',
+    } -%}
+    {{ return(types.get(column, 'string')) }}
+{% endmacro %}
+
+{# purpose: the Spark type of a frontier state (one version) #}
+{% macro _changelake_state_type() %}
+    {%- set fields = [] -%}
+    {%- for column in _changelake_version_columns() -%}
+        {%- do fields.append(column ~ ': ' ~ _changelake_version_type(column)) -%}
+    {%- endfor -%}
+    {{ return('struct<' ~ fields | join(', ') ~ '>') }}
+{% endmacro %}
+
+{#
+    purpose: CTEs `frontier` (the live frontier of this model) and `classified`: every key the
+    pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
+    of its new events is at or before a position already seen for the key or its table's
+    truncates (it is then re-folded from all its changes).
+#}
+{% macro _changelake_history_classified(pending_events, pending_truncates) %}
+    {%- set table_id = _changelake_table_id() -%}
+    {%- set key = table_id + ['key_json'] -%}
+frontier as (
+    {{ changelake_history_frontier(this, this.identifier) }}
+),
+
+old_truncates as (
+    select
+        {{ table_id | join(', ') }},
+        max(last_position) as last_truncate_position
+    from {{ this }} as stored
+    where stored.part = 'truncate'
+        and stored.batch_id in (select batch_id from ({{ _changelake_live_layers(this.identifier) }}) as live_layers)
+    group by {{ table_id | join(', ') }}
+),
+
+first_truncates as (
+    select
+        {{ table_id | join(', ') }},
+        min(coalesce(position, '')) as first_position
+    from {{ pending_truncates }}
+    group by {{ table_id | join(', ') }}
+),
+
+touched as (
+    select
+        {{ key | join(', ') }},
+        min(coalesce(position, '')) as first_position
+    from {{ pending_events }}
+    group by {{ key | join(', ') }}
+    union all
+    -- a new truncate touches every key of its table
+    select
+        {% for column in key %}frontier.{{ column }}, {% endfor %}
+        first_truncates.first_position
+    from frontier
+    inner join first_truncates on {{ _changelake_same_table('frontier', 'first_truncates') }}
+),
+
+touched_keys as (
+    select
+        {% for column in key %}touched.{{ column }}, {% endfor %}
+        least(min(touched.first_position), min(first_truncates.first_position)) as first_position
+    from touched
+    left join first_truncates on {{ _changelake_same_table('touched', 'first_truncates') }}
+    group by {% for column in key %}touched.{{ column }}{{ ", " if not loop.last }}{% endfor %}
+),
+
+classified as (
+    select
+        {% for column in key %}touched_keys.{{ column }}, {% endfor %}
+        case when frontier.key_json is not null then named_struct(
+            {%- for column in _changelake_version_columns() %}
+            '{{ column }}', frontier.{{ column }}{{ "," if not loop.last }}
+            {%- endfor %}
+        ) end as state,
+        frontier.last_position as state_last_position,
+        coalesce(touched_keys.first_position <= frontier.last_position, false)
+        or coalesce(touched_keys.first_position <= old_truncates.last_truncate_position, false)
+            as is_late
+    from touched_keys
+    left join frontier on {{ _changelake_same_table('touched_keys', 'frontier', key=true) }}
+    left join old_truncates on {{ _changelake_same_table('touched_keys', 'old_truncates') }}
+),
+{% endmacro %}
+
+{#
+    purpose: whether any key of the pending change-log batches must be re-folded from all its
+    changes, at compile time: when none is, the run does not read the change log's past at all.
+#}
+{% macro _changelake_history_any_late(changes_model, pending) %}
+    {%- if not execute -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {%- set query -%}
+        with
+
+        changes as (
+            select * from {{ ref(changes_model) }} as logged
+            where logged.batch_id in {{ _changelake_sql_list(pending) }}
+                and {{ changelake_committed('logged', changes_model) }}
+        ),
+
+        new_events as (
+            {{ _changelake_row_events('changes') }}
+        ),
+
+        new_truncates as (
+            {{ _changelake_truncate_events('changes') }}
+        ),
+
+        {{ _changelake_history_classified('new_events', 'new_truncates') }}
+
+        late as (
+            select count(*) as late_keys from classified where is_late
+        )
+
+        select late_keys from late
+    {%- endset -%}
+    {{ return(run_query(query).columns[0].values()[0] > 0) }}
+{% endmacro %}
+
+{#
+    purpose: post-hook compacting the history store when the layers since the newest base
+    number `max_layers` or more, or hold more than `max_share` of the base's rows: one base
+    layer replaces them (see the top of this file), committed by a ledger row of kind 'base';
+    then every partition that is no longer live (replaced, or left by a killed run) is dropped.
+#}
+{% macro changelake_compact_history(max_layers=8, max_share=0.2) %}
+    {%- if not execute -%}
+        {{ return('select 1') }}
+    {%- endif -%}
+    {%- set ledger = changelake_ledger(this.identifier) -%}
+    {%- set stats -%}
+        with live_layers as ({{ _changelake_live_layers(this.identifier) }})
+        select
+            count_if(not live_layers.is_base) as delta_layers,
+            coalesce(sum(case when not live_layers.is_base then ledger.rows_written end), 0) as delta_rows,
+            coalesce(sum(case when live_layers.is_base and live_layers.has_live_frontier then ledger.rows_written end), 0) as base_rows
+        from live_layers
+        inner join {{ ledger }} as ledger
+            on live_layers.batch_id = ledger.batch_id and ledger.kind in ('batch', 'base')
+    {%- endset -%}
+    {%- set row = run_query(stats).rows[0] -%}
+    {%- set due = row[0] >= 2 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
+    {%- if due -%}
+        {%- set layer = invocation_id ~ '-base' -%}
+        {%- set key = _changelake_table_id() + ['key_json'] -%}
+        {%- set columns = key + _changelake_version_columns() + ['last_position'] -%}
+        {%- set compaction -%}
+            insert into {{ this }}
+            with
+
+            live_layers as (
+                {{ _changelake_live_layers(this.identifier) }}
+            ),
+
+            delta_rows as (
+                select stored.*
+                from {{ this }} as stored
+                inner join live_layers on stored.batch_id = live_layers.batch_id
+                where not live_layers.is_base and stored.part in ('superseded', 'truncate')
+            ),
+
+            closed as (
+                select * except (layer_committed_at)
+                from ({{ changelake_history_closed(this, this.identifier) }}) as closed
+                where closed.batch_id in (select batch_id from live_layers where not is_base)
+            ),
+
+            frontier as (
+                select * except (layer_committed_at, is_base)
+                from ({{ changelake_history_frontier(this, this.identifier) }}) as frontier
+            )
+
+            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'frontier' as part from frontier
+            union all
+            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
+            union all
+            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from delta_rows
+        {%- endset -%}
+        {%- do run_query(compaction) -%}
+        {%- set commit -%}
+            insert into {{ ledger }}
+            select
+                'base' as kind,
+                '{{ layer }}' as batch_id,
+                current_timestamp() as committed_at,
+                count(*) as rows_written
+            from {{ this }}
+            where batch_id = '{{ layer }}'
+        {%- endset -%}
+        {%- do run_query(commit) -%}
+        {%- do _changelake_drop_dead_layers() -%}
+    {%- endif -%}
+    {{ return('select 1') }}
+{% endmacro %}
+
+{# purpose: drop the partitions of the history store that no reader sees any more #}
+{% macro _changelake_drop_dead_layers() %}
+    {%- set live -%}
+        select batch_id, has_live_frontier from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
+    {%- endset -%}
+    {%- set live_frontier = {} -%}
+    {%- for row in run_query(live).rows -%}
+        {%- do live_frontier.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {%- set dead = [] -%}
+    {%- for row in run_query('show partitions ' ~ this).rows -%}
+        {%- set spec = {} -%}
+        {%- for pair in row[0].split('/') -%}
+            {%- set name_value = pair.split('=', 1) -%}
+            {%- do spec.update({name_value[0]: name_value[1]}) -%}
+        {%- endfor -%}
+        {%- if spec.batch_id not in live_frontier
+            or (spec.part == 'frontier' and not live_frontier[spec.batch_id]) -%}
+            {%- do dead.append("partition (batch_id = " ~ _changelake_literal(spec.batch_id)
+                ~ ", part = " ~ _changelake_literal(spec.part) ~ ")") -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if dead -%}
+        {%- do run_query('alter table ' ~ this ~ ' drop if exists ' ~ dead | join(', ')) -%}
+    {%- endif -%}
 {% endmacro %}

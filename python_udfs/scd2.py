@@ -17,6 +17,11 @@ Rules (shared/DESIGN.md section 5):
   has ``opened_from_key_json``, the one closed by a delete that moved to another key
   ``closed_into_key_json``.
 
+The fold can resume: given the key's last version as ``state`` (what the history's frontier
+keeps per key), folding only the changes that come after it gives what folding every change
+from the start gives, from that version on. Its rows: the last version again (closed now, or
+still open) when it was open, then every version the new changes open.
+
 Examples
 --------
 >>> from python_udfs.scd2 import versions
@@ -69,11 +74,28 @@ def _order(change: Mapping[str, Any]) -> tuple:
     )
 
 
-def versions(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The versions of one row, oldest first, from its changes in any order."""
+def versions(
+    changes: Iterable[Mapping[str, Any]], state: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The versions of one row, oldest first, from its changes in any order.
+
+    ``state``, when given, is the key's last version (the fields of :data:`VERSION_FIELDS`)
+    from a fold of every earlier change; ``changes`` must then all come after every change
+    that fold saw. A state without ``row_json`` (earlier changes opened no version) is none. The result starts with that version when it is open (closed by the new
+    changes or left open), and numbers new versions on from it.
+    """
     out: list[dict[str, Any]] = []
     open_version: dict[str, Any] | None = None
     last_row: dict[str, Any] | None = None
+    first_number = 1
+    if state is not None and state.get("row_json") is not None:
+        last_row = orjson.loads(state["row_json"])
+        first_number = state["version_number"] + 1
+        if state["is_current"]:
+            open_version = {n: state[n] for n, _ in VERSION_FIELDS if n != "row_json"}
+            open_version["_row"] = last_row
+            out.append(open_version)
+            first_number = state["version_number"]
     for change in sorted(changes, key=_order):
         op = change.get("op")
         if op in OPENING_OPS:
@@ -90,7 +112,7 @@ def versions(changes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if open_version is not None:
                 _close(open_version, change, deleted=False)
             open_version = {
-                "version_number": len(out) + 1,
+                "version_number": first_number + len(out),
                 "_row": row,
                 "valid_from": change.get("committed_at"),
                 "valid_to": None,
@@ -124,10 +146,13 @@ def _close(version: dict[str, Any], change: Mapping[str, Any], deleted: bool) ->
     version["is_deleted"] = deleted
 
 
-def versions_row(changes: list[Any] | None) -> list[tuple[Any, ...]]:
-    """UDF body: changes as Spark Rows (or dicts) -> version tuples in VERSION_FIELDS order."""
-    if not changes:
+def versions_row(changes: list[Any] | None, state: Any = None) -> list[tuple[Any, ...]]:
+    """UDF body: changes (and the key's last version, or null) as Spark Rows or dicts ->
+    version tuples in VERSION_FIELDS order."""
+    plain = [c.asDict() if hasattr(c, "asDict") else c for c in changes or ()]
+    if state is not None and hasattr(state, "asDict"):
+        state = state.asDict()
+    if not plain and state is None:
         return []
-    plain = [c.asDict() if hasattr(c, "asDict") else c for c in changes]
     names = [n for n, _ in VERSION_FIELDS]
-    return [tuple(v[n] for n in names) for v in versions(plain)]
+    return [tuple(v[n] for n in names) for v in versions(plain, state)]

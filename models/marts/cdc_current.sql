@@ -1,7 +1,9 @@
 with
 
-cdc_history as (
-    select * from {{ ref('cdc_history') }}
+open_versions as (
+    -- the history store's frontier holds each key's last version: read it, not the history
+    select * from ({{ changelake_history_frontier(ref('int_history_versions')) }}) as frontier
+    where frontier.is_current
 ),
 
 final as (
@@ -20,10 +22,9 @@ final as (
         -- timestamps
         valid_from,
         -- the key and the row as JSON objects
-        key,
-        row
-    from cdc_history
-    where is_current
+        parse_json(key_json) as key,
+        parse_json(row_json) as row
+    from open_versions
 )
 
 select * from final

@@ -1,22 +1,18 @@
 with
 
-int_history_versions as (
-    select
-        versions.*,
-        ledger.committed_at as batch_committed_at
-    from {{ ref('int_history_versions') }} as versions
-    inner join {{ changelake_ledger('int_history_versions') }} as ledger
-        on versions.batch_id = ledger.batch_id and ledger.kind = 'batch'
+closed_versions as (
+    select * from ({{ changelake_history_closed(ref('int_history_versions')) }}) as closed_versions
 ),
 
-latest as (
-    select
-        *,
-        -- a key's versions are those of the latest batch that recomputed it
-        max(batch_committed_at) over (
-            partition by feed, source_name, database_name, schema_name, table_name, key_json
-        ) as latest_batch_committed_at
-    from int_history_versions
+open_versions as (
+    select * from ({{ changelake_history_frontier(ref('int_history_versions')) }}) as frontier
+    where frontier.is_current
+),
+
+versions as (
+    select * except (last_position, layer_committed_at) from closed_versions
+    union all
+    select * except (last_position, layer_committed_at, is_base) from open_versions
 ),
 
 final as (
@@ -46,8 +42,7 @@ final as (
         -- the key and the row as JSON objects (to_json renders them)
         parse_json(key_json) as key,
         parse_json(row_json) as row
-    from latest
-    where batch_committed_at = latest_batch_committed_at
+    from versions
 )
 
 select * from final
