@@ -180,6 +180,10 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     dbt("build")
     assert history(spark, s) == expected
 
+    # ---- the YAML unit tests of the fold (development-time, off in scheduled builds) --------
+    result = dbt("test", "--select", "test_type:unit", "--vars", "{changelake_unit_tests: true}")
+    assert len(result.result.results) == 3
+
     # ---- rebuilt from scratch: exactly what the runs gave ---------------------------------
     dbt("build", "--full-refresh")
     assert history(spark, s) == expected
