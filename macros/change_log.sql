@@ -42,17 +42,26 @@
         select 'consumed', '{{ batch_id }}', 0
         {%- endfor %}
     ) as ledger_rows
+    -- a run that wrote and consumed nothing commits nothing
+    where kind = 'consumed' or rows_written > 0
 {% endmacro %}
 
 {#
     purpose: the body of the unified change log: every row and table change of every feed, once,
     with DataWorks update halves merged into one update and SQL Server PK changes linked.
+
+    Only newly committed decoded batches are read. A change already logged (the same source
+    change re-sent by a connector restart or landed twice) is not logged again: its change_id
+    is its source identity. A DataWorks update half whose partner has not landed yet is logged
+    with kind 'update_half' (no reader sees it) and merged when the partner comes.
 #}
 {% macro changelake_change_log(records) %}
-    {%- set pending = _changelake_pending_batches() if execute and is_incremental() else [] -%}
-    {%- set pending_list -%}
-        ({% for b in pending %}'{{ b }}'{{ ", " if not loop.last }}{% else %}''{% endfor %})
-    {%- endset -%}
+    {%- set incremental = is_incremental() -%}
+    {%- set pending = _changelake_pending_batches() if execute and incremental else [] -%}
+    {%- if incremental and not pending -%}
+        {#- nothing new: write nothing, read nothing -#}
+        {{ return('select * from ' ~ this ~ ' where false') }}
+    {%- endif -%}
     {%- set columns = [
         'change_id', 'feed', 'topic', 'kafka_partition', 'kafka_offset', 'row_index',
         'landed_file', 'landed_line', 'envelope_format', 'source_engine', 'source_name',
@@ -61,6 +70,9 @@
         'position', 'transaction_id', 'committed_at', 'captured_at', 'kafka_timestamp',
         'landed_at', 'is_snapshot', 'source_batch_id',
     ] %}
+    {%- set pair_id -%}
+        sha2(concat_ws('|', feed, 'update-pair', database_name, schema_name, table_name, position), 256)
+    {%- endset %}
 with
 
 records as (
@@ -68,37 +80,41 @@ records as (
 ),
 
 new_records as (
-    select * from records
+    select
+        {{ columns[:-1] | join(', ') }},
+        batch_id as source_batch_id
+    from records
     where error_reason is null
         and kind in ('row', 'truncate')
-        {%- if is_incremental() %}
-        and batch_id in {{ pending_list }}
+        {%- if incremental %}
+        and batch_id in {{ _changelake_sql_list(pending) }}
         {%- endif %}
 ),
 
-{%- if is_incremental() %}
+{%- if incremental %}
 
 logged as (
-    select change_id from {{ this }} as change_log
+    select * from {{ this }} as change_log
     where {{ changelake_committed('change_log', this.identifier) }}
 ),
 
--- DataWorks update halves of earlier batches still waiting for their partner
+-- DataWorks update halves of earlier runs still waiting for their partner
 waiting_halves as (
-    select records.* from records
-    left anti join logged
-        on sha2(concat_ws('|', records.feed, 'update-pair', records.database_name,
-            records.schema_name, records.table_name, records.position), 256) = logged.change_id
-    where records.error_reason is null
-        and records.envelope_format = 'dataworks'
-        and records.op_raw in ('UPDATE_BEFOR', 'UPDATE_BEFORE', 'UPDATE_AFTER')
-        and (records.before_json is null or records.after_json is null)
-        and records.batch_id not in {{ pending_list }}
+    select
+        {%- for column in columns %}
+        {{ "'row' as kind" if column == 'kind' else 'halves.' ~ column }}{{ "," if not loop.last }}
+        {%- endfor %}
+    from logged as halves
+    left anti join logged as merged
+        on sha2(concat_ws('|', halves.feed, 'update-pair', halves.database_name,
+            halves.schema_name, halves.table_name, halves.position), 256) = merged.change_id
+    where halves.kind = 'update_half'
 ),
 
 candidates as (
     select * from new_records
     union all
+    -- a waiting half is logged as kind 'update_half'; here it is a row change again
     select * from waiting_halves
 ),
 {%- else %}
@@ -118,6 +134,16 @@ flagged as (
     from candidates
 ),
 
+halves as (
+    select
+        *,
+        count(distinct op_raw = 'UPDATE_AFTER') over (
+            partition by feed, database_name, schema_name, table_name, position
+        ) as pair_halves
+    from flagged
+    where is_update_half
+),
+
 update_pairs as (
     select
         feed,
@@ -126,17 +152,15 @@ update_pairs as (
         table_name,
         position,
         max_by(struct(*), op_raw = 'UPDATE_AFTER') as after_half,
-        max_by(struct(*), op_raw != 'UPDATE_AFTER') as before_half,
-        count(distinct op_raw = 'UPDATE_AFTER') as halves
-    from flagged
-    where is_update_half
+        max_by(struct(*), op_raw != 'UPDATE_AFTER') as before_half
+    from halves
+    where pair_halves = 2
     group by feed, database_name, schema_name, table_name, position
 ),
 
 merged_updates as (
     select
-        sha2(concat_ws('|', feed, 'update-pair', database_name, schema_name, table_name, position), 256)
-            as change_id,
+        {{ pair_id }} as change_id,
         after_half.feed,
         after_half.topic,
         after_half.kafka_partition,
@@ -169,10 +193,15 @@ merged_updates as (
         after_half.kafka_timestamp,
         after_half.landed_at,
         after_half.is_snapshot,
-        after_half.batch_id as source_batch_id
+        after_half.source_batch_id
     from update_pairs
-    -- a half whose partner has not landed yet waits for a later run
-    where halves = 2
+),
+
+-- a half whose partner has not landed yet waits, logged but seen by no reader
+unmatched_halves as (
+    select * except (kind, is_update_half, pair_halves), 'update_half' as kind
+    from halves
+    where pair_halves < 2
 ),
 
 single_changes as (
@@ -216,7 +245,7 @@ single_changes as (
         kafka_timestamp,
         landed_at,
         is_snapshot,
-        batch_id as source_batch_id
+        source_batch_id
     from flagged
     where not is_update_half
     window lsn_pair as (
@@ -229,12 +258,14 @@ all_changes as (
     select {{ columns | join(', ') }} from single_changes
     union all
     select {{ columns | join(', ') }} from merged_updates
+    union all
+    select {{ columns | join(', ') }} from unmatched_halves
 ),
 
 deduplicated as (
     select
         *,
-        -- at-least-once delivery: the same change landed more than once counts once
+        -- at-least-once delivery: the same change landed or sent more than once counts once
         row_number() over (
             partition by change_id order by landed_at, landed_file, landed_line
         ) as delivery_number
@@ -248,7 +279,7 @@ final as (
         {%- endfor %}
         '{{ invocation_id }}' as batch_id
     from deduplicated
-    {%- if is_incremental() %}
+    {%- if incremental %}
     left anti join logged on deduplicated.change_id = logged.change_id
     {%- endif %}
     where deduplicated.delivery_number = 1

@@ -48,6 +48,8 @@
         count(*) as rows_written
     from {{ this }}
     where batch_id = '{{ invocation_id }}'
+    -- a run that wrote nothing commits nothing: the ledger grows with batches, not with runs
+    having count(*) > 0
 {% endmacro %}
 
 {# purpose: SQL predicate true for rows (of `relation_alias`) of a committed batch #}

@@ -63,8 +63,9 @@ final as (
         captured_at,
         kafka_timestamp,
         landed_at,
-        -- the same Kafka record (however often landed) always gets the same id
-        sha2(concat_ws('|', feed, topic, kafka_partition, kafka_offset, row_index), 256) as change_id,
+        -- the change's source identity: the same change re-sent (connector restart, at new
+        -- offsets) or landed twice gets the same id; without a source position, its Kafka place
+        {{ changelake_change_identity() }} as change_id,
         -- the key the envelope carries, else the configured key columns
         coalesce(key_json, configured_key_json) as key_json,
         coalesce(
@@ -118,4 +119,20 @@ select * from final
         {{ exceptions.raise_compiler_error(
             "key_columns: '" ~ name ~ "' is not database.table or database.schema.table") }}
     {%- endif -%}
+{% endmacro %}
+
+{#
+    purpose: SQL of a change's id, a hash of its source identity: feed, source table, kind, op,
+    key, position and both images (two changes of one key at one position, as Canal's
+    millisecond positions allow, differ in op or image). Where the envelope gives no position,
+    the Kafka topic, partition, offset and row index stand in.
+#}
+{% macro changelake_change_identity() %}
+    sha2(concat_ws('|',
+        feed, coalesce(source_name, ''), coalesce(database_name, ''), coalesce(schema_name, ''),
+        coalesce(table_name, ''), kind, coalesce(op, ''),
+        coalesce(key_json, configured_key_json, ''),
+        coalesce(position, concat_ws(':', 'kafka', topic, kafka_partition, kafka_offset, row_index)),
+        coalesce(before_json, ''), coalesce(after_json, '')
+    ), 256)
 {% endmacro %}

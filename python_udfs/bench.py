@@ -16,6 +16,11 @@ chosen), on data from :mod:`python_udfs.generator`:
    landed after the first build and built incrementally; its seconds over a full refresh's.
 4. **Memory**: peak resident memory of the JVM, the Python UDF workers and this driver, for
    the end-to-end run at ``events / 10`` and at ``events``.
+5. **Age**: ``--age-runs`` consecutive ``dbt build`` runs (tests included, as users run
+   them), each over an equal increment of one world: seconds per run, storage on disk against
+   a fresh full refresh of the same input (at the second, middle and last run), the time to
+   read all of ``cdc_current``, one key's ``cdc_history`` and a typed current model; then a
+   run with nothing new, and ``cdc_current`` against a parquet table of its own rows.
 
 Numbers are wall-clock on whatever machine runs it; ratios within one run are what compare.
 Nothing here asserts a time.
@@ -335,6 +340,104 @@ def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str,
 
 
 # --------------------------------------------------------------------------------------------
+# 5. Age: many runs of equal increments
+# --------------------------------------------------------------------------------------------
+
+
+def storage_bytes(spark: Any, schema: str) -> int:
+    """Bytes on disk under ``schema``'s warehouse folder (every table, ledgers included)."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(spark.catalog.getDatabase(schema).locationUri)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    return int(fs.getContentSummary(path).getLength()) if fs.exists(path) else 0
+
+
+def read_seconds(spark: Any, sql: str, rounds: int = 3) -> float:
+    """Median seconds to read every row of ``sql`` (written to the noop sink)."""
+    return median_seconds(lambda: _noop(spark.sql(sql)), rounds)
+
+
+def _land_batches(batches: list[Path], landing: Path) -> None:
+    from python_udfs.cli import land_files
+
+    home = runtime.project_dir()
+    for batch in batches:
+        for feed_dir in sorted(p for p in batch.iterdir() if p.is_dir()):
+            land_files(feed_dir.name, [feed_dir], str(landing), home)
+
+
+def fresh_storage(spark: Any, work: Path, batches: list[Path]) -> int:
+    """Storage a fresh full build of ``batches`` writes, in a schema of its own."""
+    landing = work / "landing-age-fresh"
+    shutil.rmtree(landing, ignore_errors=True)
+    schema = "bench_age_fresh"
+    spark.sql(f"drop schema if exists {schema} cascade")
+    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+        _land_batches(batches, landing)
+        _dbt("build", "--exclude", "tag:accounting")
+        size = storage_bytes(spark, schema)
+    spark.sql(f"drop schema if exists {schema} cascade")
+    shutil.rmtree(landing, ignore_errors=True)
+    return size
+
+
+def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, Any]:
+    """``runs`` builds, each after landing one equal increment of one world (see module doc)."""
+    data = work / "data-age"
+    summary = generate(
+        data, events=runs * increment, keys=max(20, increment // 10), batches=runs, seed=3
+    )
+    batches = generator.batch_folders(data)
+    landing = work / "landing-age"
+    shutil.rmtree(landing, ignore_errors=True)
+    schema = "bench_age"
+    spark.sql(f"drop schema if exists {schema} cascade")
+    checkpoints = sorted({min(2, runs), max(1, runs // 2), runs})
+    out: dict[str, Any] = {"runs": [], "runs_count": runs, "increment": increment, "fresh": {}}
+    key = None
+    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+        for number, batch in enumerate(batches, 1):
+            _land_batches([batch], landing)
+            seconds = timed(lambda: _dbt("build"))
+            if key is None:
+                key = spark.sql(
+                    f"select feed, table_name, key_json from {schema}.cdc_current "
+                    f"where feed = 'pg_inventory' and table_name = 'customers' "
+                    f"order by key_json limit 1"
+                ).first()
+            reads = {
+                "current": f"select * from {schema}.cdc_current",
+                "key_history": (
+                    f"select * from {schema}.cdc_history where feed = '{key.feed}' and "
+                    f"table_name = '{key.table_name}' and key_json = '{key.key_json}'"
+                ),
+                "typed_current": f"select * from {schema}.typed_pg_customers_current",
+            }
+            out["runs"].append(
+                {
+                    "run": number,
+                    "seconds": seconds,
+                    "storage": storage_bytes(spark, schema),
+                    **{name: read_seconds(spark, sql) for name, sql in reads.items()},
+                }
+            )
+            runtime.log(f"bench: age run {number}/{runs}: {seconds:.1f} s")
+        out["idle"] = timed(lambda: _dbt("build"))
+        out["matched"] = all(r["matched"] for r in generator.compare(spark, schema, summary))
+        spark.sql(f"drop table if exists {schema}.bench_current_copy")
+        spark.sql(
+            f"create table {schema}.bench_current_copy using parquet "
+            f"as select * from {schema}.cdc_current"
+        )
+        out["current_read"] = read_seconds(spark, f"select * from {schema}.cdc_current", 5)
+        out["parquet_read"] = read_seconds(spark, f"select * from {schema}.bench_current_copy", 5)
+    spark.sql(f"drop schema if exists {schema} cascade")
+    for number in checkpoints:
+        out["fresh"][number] = fresh_storage(spark, work, batches[:number])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
 
@@ -423,7 +526,90 @@ def render(results: dict[str, Any]) -> str:
             f"| {p['events']:,} | {_mib(m['jvm'])} | {_mib(m['python_workers'])} | "
             f"{_mib(m['driver'])} |"
         )
+    if results.get("age"):
+        lines += render_age(results["age"], results["pipeline"][-1])
     return "\n".join(lines) + "\n"
+
+
+def _verdict(value: float, goal: float, at_most: bool = True) -> str:
+    met = value <= goal if at_most else value >= goal
+    return "met" if met else f"**missed** by {value / goal:.2f}x" if at_most else "**missed**"
+
+
+def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
+    """The goals of a run's cost at any age, each beside its figure, and the runs behind them."""
+    runs = age["runs"]
+    second, last = runs[min(1, len(runs) - 1)], runs[-1]
+    storage = {n: runs[n - 1]["storage"] / size for n, size in age["fresh"].items() if size}
+    worst = max(storage, key=storage.get)
+    increment = largest["incremental"] / largest["full_refresh"]
+    rows = [
+        ("last build / second build", "<= 1.20", last["seconds"] / second["seconds"], 1.2),
+        (
+            f"storage / fresh full refresh (worst of runs {', '.join(map(str, storage))}: "
+            f"run {worst})",
+            "<= 1.50",
+            storage[worst],
+            1.5,
+        ),
+        (
+            "read all of cdc_current, last / second",
+            "<= 1.20",
+            last["current"] / second["current"],
+            1.2,
+        ),
+        (
+            "read one key's cdc_history, last / second",
+            "<= 1.20",
+            last["key_history"] / second["key_history"],
+            1.2,
+        ),
+        (
+            "read a typed current model, last / second",
+            "<= 1.20",
+            last["typed_current"] / second["typed_current"],
+            1.2,
+        ),
+        (
+            f"+1% increment / full refresh at {largest['events']:,} changes",
+            "<= 0.10",
+            increment,
+            0.1,
+        ),
+        ("`dbt build` with nothing new, seconds (warm session)", "< 10", age["idle"], 10.0),
+        (
+            "read cdc_current / scan a parquet table of its rows",
+            "<= 1.50",
+            age["current_read"] / age["parquet_read"],
+            1.5,
+        ),
+    ]
+    lines = [
+        "",
+        f"**Age**: {age['runs_count']} consecutive `dbt build` runs (tests included), each "
+        f"after landing {age['increment']:,} more changes of one world; expected state "
+        f"{'matched' if age['matched'] else 'DIFFERS'} after the last.",
+        "",
+        "| goal | target | figure | |",
+        "|---|---:|---:|---|",
+    ]
+    for label, target, figure, goal in rows:
+        lines.append(f"| {label} | {target} | {figure:.2f} | {_verdict(figure, goal)} |")
+    step = max(1, len(runs) // 10)
+    shown = sorted({*range(0, len(runs), step), len(runs) - 1})
+    lines += [
+        "",
+        "| run | build s | storage MiB | cdc_current read s | one key's history s "
+        "| typed current s |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for i in shown:
+        r = runs[i]
+        lines.append(
+            f"| {r['run']} | {r['seconds']:.1f} | {r['storage'] / 2**20:.1f} | "
+            f"{r['current']:.2f} | {r['key_history']:.2f} | {r['typed_current']:.2f} |"
+        )
+    return lines
 
 
 def write_readme(readme: Path, table: str) -> None:
@@ -432,7 +618,14 @@ def write_readme(readme: Path, table: str) -> None:
     readme.write_text(text[: start + len(README_START)] + "\n" + table + text[end:])
 
 
-def run(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
+def run(
+    spark: Any,
+    work: Path,
+    events: int,
+    rounds: int,
+    age_runs: int = 50,
+    age_increment: int = 2_000,
+) -> dict[str, Any]:
     """Every measurement, in order; returns the results ``render`` formats."""
     work.mkdir(parents=True, exist_ok=True)
     pg = work / "decode-pg"
@@ -456,6 +649,9 @@ def run(spark: Any, work: Path, events: int, rounds: int) -> dict[str, Any]:
         results["pipeline"].append(pipeline_bench(spark, work, size, label))
     runtime.log("bench: decode per feed")
     results["per_format"] = per_format_bench(spark, work / "data-full", rounds)
+    if age_runs:
+        runtime.log(f"bench: {age_runs} runs of {age_increment} changes each")
+        results["age"] = age_bench(spark, work, age_runs, age_increment)
     return results
 
 
@@ -464,6 +660,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--events", type=int, default=1_000_000, help="changes (default 1M)")
     parser.add_argument("--large", action="store_true", help="10M changes")
     parser.add_argument("--rounds", type=int, default=3, help="decode rounds (medians)")
+    parser.add_argument("--age-runs", type=int, default=50, help="runs of the age section")
+    parser.add_argument(
+        "--age-increment", type=int, default=2_000, help="changes landed before each age run"
+    )
     parser.add_argument(
         "--write-readme", action="store_true", help="write the tables into README.md"
     )
@@ -475,7 +675,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("CHANGELAKE_HOME", str(home))
     RUNTIME.start(home, home / "profiles", os.environ.get("DBT_TARGET"))
     work = runtime.state_dir(home) / "bench"
-    results = run(RUNTIME.session, work, events, opts.rounds)
+    results = run(RUNTIME.session, work, events, opts.rounds, opts.age_runs, opts.age_increment)
     table = render(results)
     print(table)
     if opts.write_readme:

@@ -81,8 +81,9 @@ def versions(
 
     ``state``, when given, is the key's last version (the fields of :data:`VERSION_FIELDS`)
     from a fold of every earlier change; ``changes`` must then all come after every change
-    that fold saw. A state without ``row_json`` (earlier changes opened no version) is none. The result starts with that version when it is open (closed by the new
-    changes or left open), and numbers new versions on from it.
+    that fold saw. A state without ``row_json`` (earlier changes opened no version) counts as
+    none. The result starts with that version when it is open (closed by the new changes or
+    left open), and numbers new versions on from it.
     """
     out: list[dict[str, Any]] = []
     open_version: dict[str, Any] | None = None

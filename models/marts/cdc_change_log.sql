@@ -3,6 +3,8 @@ with
 int_changes_unioned as (
     select * from {{ ref('int_changes_unioned') }} as logged_changes
     where {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
+        -- DataWorks update halves waiting for their partner are not changes yet
+        and logged_changes.kind in ('row', 'truncate')
 ),
 
 final as (

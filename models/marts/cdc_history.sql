@@ -6,7 +6,7 @@ closed_versions as (
 
 open_versions as (
     select * from ({{ changelake_history_frontier(ref('int_history_versions')) }}) as frontier
-    where frontier.is_current
+    where is_current
 ),
 
 versions as (

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.dbt
 
 
 def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
-    results = bench.run(spark, tmp_path / "bench", events=3_000, rounds=1)
+    results = bench.run(
+        spark, tmp_path / "bench", events=3_000, rounds=1, age_runs=3, age_increment=300
+    )
     decode = results["decode"]
     assert decode["records"] > 3_000  # row changes plus markers, heartbeats, tombstones
     assert all(decode[k] > 0 for k in ("floor", "native", "udf"))
@@ -32,6 +34,10 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert text.endswith(f"{bench.README_END}\n\nafter\n")
     assert "| ChangeLake UDF" in text
     assert "changes/s (full)" in text
+    age = results["age"]
+    assert [r["run"] for r in age["runs"]] == [1, 2, 3]
+    assert age["matched"]
+    assert "| `dbt build` with nothing new, seconds (warm session) | < 10 |" in text
 
 
 def test_native_decode_gives_the_udf_values(spark, tmp_path):

@@ -92,6 +92,21 @@ def _sha(*parts) -> str:
     return hashlib.sha256("|".join(str(p) for p in parts if p is not None).encode()).hexdigest()
 
 
+def source_identity(feed, coords, r) -> str:
+    """The change_id of a change: its source identity (Kafka place only without a position)."""
+    place = r["position"] or ":".join(str(p) for p in ("kafka", *coords, r["row_index"]))
+    return _sha(
+        feed,
+        *(r[c] or "" for c in ("source_name", "database_name", "schema_name", "table_name")),
+        r["kind"],
+        r["op"] or "",
+        r["key_json"] or "",
+        place,
+        r["before_json"] or "",
+        r["after_json"] or "",
+    )
+
+
 def _canonical_key(image_json, columns):
     image = json.loads(image_json)
     return json.dumps({c: image[c] for c in sorted(columns)}, separators=(",", ":"))
@@ -144,7 +159,7 @@ def reference_change_log(landed: dict[str, list[tuple[str, list[str]]]]) -> dict
             pair = (feed, r["database_name"], r["schema_name"], r["table_name"], r["position"])
             halves.setdefault(pair, {})[r["op_raw"]] = {**r, "key_json": key_json}
             continue
-        change_id = _sha(feed, *coords, r["row_index"])
+        change_id = source_identity(feed, coords, {**r, "key_json": key_json})
         singles.setdefault(
             change_id,
             (feed, r["op"], key_json, r["before_json"], r["after_json"], r["linked_key_json"]),

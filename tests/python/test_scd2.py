@@ -145,3 +145,46 @@ def test_any_arrival_order_gives_the_replayed_history(ops, seed):
     shuffled = changes[:]
     random.Random(seed).shuffle(shuffled)
     assert summary(versions(shuffled)) == reference(changes)
+
+
+# ----------------------------------------------------------------------------------------------
+# property: resuming from the last version (the history's frontier) gives the whole fold
+# ----------------------------------------------------------------------------------------------
+
+
+def resumed(first, rest):
+    """Fold ``first``, then fold ``rest`` from the last version only, as a run does."""
+    done = versions(first)
+    if not done:
+        return versions(rest)
+    state = done[-1]
+    return (
+        done[:-1] + versions(rest, state) if state["is_current"] else done + versions(rest, state)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from("ccruudt"), st.integers(0, 2), st.booleans()), max_size=15
+    ),
+    cut=st.integers(0, 15),
+)
+def test_resuming_from_the_last_version_gives_the_whole_fold(ops, cut):
+    changes = [
+        ch(
+            f"x{i}",
+            op,
+            f"{i:04d}",
+            None if op in "dt" else {"v": value, "doc": value},
+            # TOAST: the column comes from the version before, also across the resume point
+            unavailable=["doc"] if toast and op == "u" else None,
+            offset=i,
+        )
+        for i, (op, value, toast) in enumerate(ops)
+    ]
+    for c in changes:
+        if c["unavailable_columns"]:
+            c["after_json"] = json.dumps({"v": json.loads(c["after_json"])["v"]})
+    whole = versions(changes)
+    assert resumed(changes[:cut], changes[cut:]) == whole
