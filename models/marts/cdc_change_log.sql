@@ -2,9 +2,10 @@ with
 
 int_changes_unioned as (
     select * from {{ ref('int_changes_unioned') }} as logged_changes
-    where {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
-        -- DataWorks update halves waiting for their partner are not changes yet
-        and logged_changes.kind in ('row', 'truncate')
+    -- DataWorks update halves waiting for their partner are not changes yet
+    where
+        logged_changes.kind in ('row', 'truncate')
+        and {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
 ),
 
 final as (
