@@ -2,10 +2,7 @@ with
 
 int_changes_unioned as (
     select * from {{ ref('int_changes_unioned') }} as logged_changes
-    -- DataWorks update halves waiting for their partner are not changes yet
-    where
-        logged_changes.kind in ('row', 'truncate')
-        and {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
+    where {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
 ),
 
 final as (
@@ -47,6 +44,8 @@ final as (
         parse_json(before_json) as before,
         parse_json(after_json) as after
     from int_changes_unioned
+    -- DataWorks update halves waiting for their partner are not changes yet
+    where kind in ('row', 'truncate')
 )
 
 select * from final
