@@ -360,13 +360,24 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     if not fs.exists(path):
         return []
     tables = {t.name.lower() for t in session.catalog.listTables(schema)}
+
+    def only_leftovers(folder: Any) -> bool:
+        # a partitioned table's write leaves `column=value` folders holding the same leftovers
+        for child in fs.listStatus(folder):
+            name = child.getPath().getName()
+            if child.isDirectory() and "=" in name and not name.startswith(("_", ".")):
+                if not only_leftovers(child.getPath()):
+                    return False
+            elif not name.startswith(_WRITE_LEFTOVERS):
+                return False
+        return True
+
     removed = []
     for status in fs.listStatus(path):
         name = status.getPath().getName()
         if not status.isDirectory() or name.lower() in tables or name.startswith(("_", ".")):
             continue
-        children = [c.getPath().getName() for c in fs.listStatus(status.getPath())]
-        if all(child.startswith(_WRITE_LEFTOVERS) for child in children):
+        if only_leftovers(status.getPath()):
             fs.delete(status.getPath(), True)
             removed.append(str(status.getPath()))
     return removed
