@@ -137,9 +137,10 @@ flagged as (
 halves as (
     select
         *,
-        count(distinct op_raw = 'UPDATE_AFTER') over (
+        -- both halves present: an UPDATE_AFTER and a before half (a set: a half may come twice)
+        size(collect_set(op_raw = 'UPDATE_AFTER') over (
             partition by feed, database_name, schema_name, table_name, position
-        ) as pair_halves
+        )) as pair_halves
     from flagged
     where is_update_half
 ),
