@@ -134,17 +134,6 @@ flagged as (
     from candidates
 ),
 
-halves as (
-    select
-        *,
-        -- both halves present: an UPDATE_AFTER and a before half (a set: a half may come twice)
-        size(collect_set(op_raw = 'UPDATE_AFTER') over (
-            partition by feed, database_name, schema_name, table_name, position
-        )) as pair_halves
-    from flagged
-    where is_update_half
-),
-
 update_pairs as (
     select
         feed,
@@ -153,9 +142,11 @@ update_pairs as (
         table_name,
         position,
         max_by(struct(*), op_raw = 'UPDATE_AFTER') as after_half,
-        max_by(struct(*), op_raw != 'UPDATE_AFTER') as before_half
-    from halves
-    where pair_halves = 2
+        max_by(struct(*), op_raw != 'UPDATE_AFTER') as before_half,
+        -- both halves present: an UPDATE_AFTER and a before half (a half may come twice)
+        count(distinct op_raw = 'UPDATE_AFTER') as halves
+    from flagged
+    where is_update_half
     group by feed, database_name, schema_name, table_name, position
 ),
 
@@ -196,13 +187,14 @@ merged_updates as (
         after_half.is_snapshot,
         after_half.source_batch_id
     from update_pairs
+    where halves = 2
 ),
 
 -- a half whose partner has not landed yet waits, logged but seen by no reader
 unmatched_halves as (
-    select * except (kind, is_update_half, pair_halves), 'update_half' as kind
-    from halves
-    where pair_halves < 2
+    select after_half.* except (kind, is_update_half), 'update_half' as kind
+    from update_pairs
+    where halves < 2
 ),
 
 single_changes as (

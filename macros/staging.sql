@@ -26,7 +26,7 @@ keyed as (
     from decoded_records
 ),
 
-final as (
+typed as (
     select
         -- ids
         feed,
@@ -63,9 +63,6 @@ final as (
         captured_at,
         kafka_timestamp,
         landed_at,
-        -- the change's source identity: the same change re-sent (connector restart, at new
-        -- offsets) or landed twice gets the same id; without a source position, its Kafka place
-        {{ changelake_change_identity() }} as change_id,
         -- the key the envelope carries, else the configured key columns
         coalesce(key_json, configured_key_json) as key_json,
         coalesce(
@@ -79,6 +76,15 @@ final as (
         -- booleans
         coalesce(is_snapshot, false) as is_snapshot
     from keyed
+),
+
+final as (
+    select
+        *,
+        -- the change's source identity: the same change re-sent (connector restart, at new
+        -- offsets) or landed twice gets the same id; without a source position, its Kafka place
+        {{ changelake_change_identity() }} as change_id
+    from typed
 )
 
 select * from final
@@ -131,7 +137,7 @@ select * from final
     sha2(concat_ws('|',
         feed, coalesce(source_name, ''), coalesce(database_name, ''), coalesce(schema_name, ''),
         coalesce(table_name, ''), kind, coalesce(op, ''),
-        coalesce(key_json, configured_key_json, ''),
+        coalesce(key_json, ''),
         coalesce(position, concat_ws(':', 'kafka', topic, kafka_partition, kafka_offset, row_index)),
         coalesce(before_json, ''), coalesce(after_json, '')
     ), 256)
