@@ -129,7 +129,7 @@ select * from final
 
 {#
     purpose: SQL of a change's id, a hash of its source identity: feed, source table, kind, op,
-    key, position and both images (two changes of one key at one position, as Canal's
+    key, position, both images and the DDL text (two changes of one key at one position, as Canal's
     millisecond positions allow, differ in op or image). Where the envelope gives no position,
     the Kafka topic, partition, offset and row index stand in.
 #}
@@ -139,6 +139,6 @@ select * from final
         coalesce(table_name, ''), kind, coalesce(op, ''),
         coalesce(key_json, ''),
         coalesce(position, concat_ws(':', 'kafka', topic, kafka_partition, kafka_offset, row_index)),
-        coalesce(before_json, ''), coalesce(after_json, '')
+        coalesce(before_json, ''), coalesce(after_json, ''), coalesce(ddl, '')
     ), 256)
 {% endmacro %}

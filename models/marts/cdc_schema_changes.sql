@@ -4,6 +4,17 @@ int_records_unioned as (
     select * from {{ ref('int_records_unioned') }}
 ),
 
+schema_changes as (
+    select
+        *,
+        -- the same schema change delivered twice (re-landed, re-sent after a restart) counts once
+        row_number() over (
+            partition by change_id order by landed_at, landed_file, landed_line
+        ) as delivery_number
+    from int_records_unioned
+    where error_reason is null and kind = 'ddl'
+),
+
 final as (
     select
         -- ids
@@ -27,8 +38,8 @@ final as (
         captured_at,
         -- booleans
         is_snapshot
-    from int_records_unioned
-    where error_reason is null and kind = 'ddl'
+    from schema_changes
+    where delivery_number = 1
 )
 
 select * from final

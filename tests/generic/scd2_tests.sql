@@ -39,7 +39,8 @@
 {% test equals_open_versions(model, history, partition_by) %}
     with open_versions as (
         select {{ partition_by | join(', ') }}, opening_change_id
-        from {{ history }}
+        -- the same scope as the model: the test's where, and a build's unchanged-store rule
+        from {{ get_where_subquery(history) }}
         where is_current
     ),
 
