@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,9 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _build(state: Path, kill_when: Path | None = None) -> int | None:
-    """Run a build; with ``kill_when``, SIGKILL it as soon as that path exists."""
+def _build(state: Path, kill_when: Path | Callable[[], bool] | None = None) -> int | None:
+    """Run a build; with ``kill_when`` (a path, or a test), SIGKILL it as soon as that path
+    exists or the test is true."""
     proc = subprocess.Popen(
         [str(CHANGELAKE), "dbt", "build"],
         env=_env(state),
@@ -55,14 +57,15 @@ def _build(state: Path, kill_when: Path | None = None) -> int | None:
     )
     if kill_when is None:
         return proc.wait(timeout=900)
+    ready = kill_when.exists if isinstance(kill_when, Path) else kill_when
     deadline = time.monotonic() + 600
-    while not kill_when.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     killed = proc.poll() is None
     if killed:
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    assert killed, f"the build ended before {kill_when.name} appeared: no kill happened"
+    assert killed, f"the build ended before {kill_when} held: no kill happened"
     return None
 
 
@@ -100,30 +103,52 @@ def _results(state: Path) -> dict[str, list]:
     return out
 
 
-def _land_demo(root: Path) -> None:
+def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
     for feed in DEMO.iterdir():
+        if feeds is not None and feed.name not in feeds:
+            continue
         (root / feed.name).mkdir(parents=True, exist_ok=True)
         for file in feed.iterdir():
             (root / feed.name / file.name).write_bytes(file.read_bytes())
 
 
-def test_builds_killed_mid_write_then_rerun_equal_an_uninterrupted_build(tmp_path):
+def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path):
+    """Two landings, built in turn. The first build is killed twice (while the decoded tables
+    are written, then while the history is), the second while compaction writes the history's
+    base layer (the store's second layer makes it due); each is run again. The results equal
+    two uninterrupted builds."""
+    first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
     clean = tmp_path / "clean" / "state"
     killed = tmp_path / "killed" / "state"
     for state in (clean, killed):
         state.mkdir(parents=True)
-        _land_demo(state.parent / "landing")
+        _land_demo(state.parent / "landing", first)
 
+    assert _build(clean) == 0
+    _land_demo(clean.parent / "landing", {"pg_inventory"})
     assert _build(clean) == 0
 
     warehouse = killed / "warehouse" / "changelake.db"
+    store = warehouse / "int_history_versions"
     # killed while the decoded tables are being written
     _build(killed, kill_when=warehouse / "decoded_dataworks_inventory")
     # killed again, this time while the history is being written
-    _build(killed, kill_when=warehouse / "int_history_versions")
+    _build(killed, kill_when=store)
+    assert _build(killed) == 0
+
+    def base_layer_written() -> bool:
+        # the base layer's files, in the committer's temporary folder or published
+        return any("-base" in str(path) for path in store.rglob("*"))
+
+    _land_demo(killed.parent / "landing", {"pg_inventory"})
+    # killed while compaction writes the base layer
+    _build(killed, kill_when=base_layer_written)
     assert _build(killed) == 0
 
     expected = _results(clean)
     assert expected["changes"]
     assert expected["history"]
     assert _results(killed) == expected
+    # the killed run's uncommitted base layer was dropped by the rerun's compaction
+    bases = {path.name for path in store.glob("batch_id=*-base")}
+    assert len(bases) == 1, bases
