@@ -1283,7 +1283,9 @@ class Landing:
         self.tail: dict[tuple[str, int], list[tuple[int, str]]] = {}
         self.records = 0  # distinct Kafka records (by topic, partition, offset)
         self.lines = 0  # landed lines, re-deliveries included
-        self.malformed = 0
+        self.malformed = 0  # distinct malformed records
+        self.bad_offsets: set[tuple[str, int, int]] = set()
+        self.malformed_lines = 0  # landed malformed lines, re-deliveries included
 
     def partition(self, record: Record) -> int:
         if record.route is None:
@@ -1317,7 +1319,10 @@ class Landing:
 
     def add_malformed(self, batch: int, topic: str, text: str) -> None:
         self.malformed += 1
-        self.add(batch, Record(topic, None, None, text, [], 0))
+        record = Record(topic, None, None, text, [], 0)
+        partition = self.partition(record)
+        self.bad_offsets.add((topic, partition, self.offsets.get((topic, partition), 0)))
+        self.add(batch, record)
 
     def flush(self) -> None:
         for (topic, partition, batch), lines in sorted(self.buffers.items()):
@@ -1343,6 +1348,8 @@ class Landing:
         folder = self.out / f"batch-{batch:04d}" / FEED_OF_TOPIC.get(topic, self.feed)
         folder.mkdir(parents=True, exist_ok=True)
         self.lines += len(lines)
+        # the quarantine holds every landed bad line: a re-delivered one is there twice
+        self.malformed_lines += sum((topic, partition, o) in self.bad_offsets for o, _ in lines)
         for first in range(0, len(lines), FILE_RECORDS):
             chunk = lines[first : first + FILE_RECORDS]
             start, end = chunk[0][0], chunk[-1][0]
@@ -1494,7 +1501,7 @@ def generate(
             "records": landing.records,
             "landed_lines": landing.lines,
             "row_changes": expect.changes,
-            "malformed": landing.malformed,
+            "malformed": landing.malformed_lines,
             "tables": expect.as_json(),
         }
     (out / "expected.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
