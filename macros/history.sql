@@ -162,6 +162,18 @@
 {% endmacro %}
 
 {#
+    purpose: the time a change opens or closes a version at (valid_from / valid_to), never
+    null, so every version is found by an as-of read: the source commit time; for a snapshot
+    read without one, the epoch (the row existed before the snapshot, since when is unknown;
+    this keeps it before every streamed change, as its position does); otherwise the time the
+    connector captured the change, the Kafka record's time, or when its file landed.
+#}
+{% macro _changelake_version_time() %}
+    {{- return("coalesce(committed_at, case when is_snapshot then timestamp_millis(0) end, "
+        ~ "captured_at, kafka_timestamp, landed_at)") -}}
+{% endmacro %}
+
+{#
     purpose: SQL (a select) of row changes as fold events: every keyed row change, and for an
     update that changed the key, a close of the old key into the new one.
 #}
@@ -175,7 +187,7 @@
         kafka_partition,
         kafka_offset,
         row_index,
-        committed_at,
+        {{ _changelake_version_time() }} as committed_at,
         after_json,
         unavailable_columns,
         linked_key_json
@@ -192,7 +204,7 @@
         kafka_partition,
         kafka_offset,
         row_index,
-        committed_at,
+        {{ _changelake_version_time() }} as committed_at,
         cast(null as string) as after_json,
         cast(null as array<string>) as unavailable_columns,
         key_json as linked_key_json
@@ -210,7 +222,7 @@
         kafka_partition,
         kafka_offset,
         row_index,
-        committed_at,
+        {{ _changelake_version_time() }} as committed_at,
         cast(null as string) as after_json,
         cast(null as array<string>) as unavailable_columns,
         cast(null as string) as linked_key_json

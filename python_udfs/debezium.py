@@ -323,10 +323,15 @@ def _timestamp(ms: Any, where: str = "payload.ts_ms") -> dt.datetime | None:
 
 
 def _committed_at(source: dict[str, Any]) -> dt.datetime | None:
+    """``source.ts_ms`` (``ts_sec`` in dtle and Debezium MySQL 0.x), the first one that is not
+    0; a 0 with nothing better is the epoch, as Flink's debezium-json reads it (snapshot rows
+    of some connectors carry 0), so the version it opens is visible to every as-of read."""
     if source.get("ts_ms") not in (None, 0):
         return _timestamp(source["ts_ms"], "source.ts_ms")
-    if source.get("ts_sec") not in (None, 0):  # dtle, Debezium MySQL 0.x
+    if source.get("ts_sec") not in (None, 0):
         return _timestamp(int(source["ts_sec"]) * 1000, "source.ts_sec")
+    if 0 in (source.get("ts_ms"), source.get("ts_sec")):
+        return _timestamp(0)
     return None
 
 

@@ -175,8 +175,8 @@ EXPECTED = {
         "database_name": "inventory",
         "table_name": "customers",
         "after_json": '{"id":1004}',
-        # ts_sec 0 in the seed: commit time unknown, not 1970
-        "committed_at": None,
+        # ts_sec 0 in the seed: read as the epoch, as Flink reads ts_ms 0
+        "committed_at": dt.datetime(1970, 1, 1, tzinfo=UTC),
         "position": "mysql-bin.000000000003/00000000000000000154/0000000000",
         "is_snapshot": True,
     },

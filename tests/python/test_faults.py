@@ -88,3 +88,92 @@ def test_changes_resent_after_a_connector_restart_count_once(dbt, spark, tmp_pat
     dbt("build")
     report = compare(spark, s, summary)
     assert [r for r in report if not r["matched"]] == []
+
+
+def kcat_line(topic: str, offset: int, value: dict, key: dict | None = None) -> str:
+    record = {"topic": topic, "partition": 0, "offset": offset, "ts": 1_700_000_000_000}
+    key_text = None if key is None else json.dumps(key)
+    return json.dumps({**record, "key": key_text, "headers": [], "payload": json.dumps(value)})
+
+
+def pg_event(op: str, row: dict, lsn: int, ts_ms: int) -> dict:
+    source = {
+        "connector": "postgresql",
+        "name": "pg",
+        "db": "shop",
+        "schema": "public",
+        "table": "items",
+        "lsn": lsn,
+        "ts_ms": ts_ms,
+        "snapshot": "true" if op == "r" else "false",
+    }
+    return {"before": None, "after": row, "op": op, "source": source, "ts_ms": ts_ms}
+
+
+def dataworks_event(op: str, row: dict, sequence: str, event_time: int, before=None) -> dict:
+    schema = {
+        "dataColumn": [{"name": "id", "type": "LONG"}, {"name": "v", "type": "STRING"}],
+        "primaryKey": ["id"],
+        "source": {"dbType": "mysql", "dbName": "shop", "tableName": "items"},
+    }
+    payload = {
+        "before": before and {"dataColumn": before},
+        "after": {"dataColumn": row},
+        "sequenceId": sequence,
+        "op": op,
+        "timestamp": {"eventTime": event_time, "systemTime": 1_800_000_000_000},
+    }
+    return {"schema": schema, "payload": payload}
+
+
+def e_id(event: dict) -> int:
+    """The row id of a test event (Debezium or DataWorks)."""
+    if "after" in event:
+        return event["after"]["id"]
+    return event["payload"]["after"]["dataColumn"]["id"]
+
+
+def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp_path):
+    """Snapshot rows whose commit time is 0 (Debezium ts_ms) or absent (DataWorks full sync,
+    eventTime -1), then streamed updates: no version has a null valid_from, and an as-of read
+    before the first update finds the snapshot rows, one between the updates finds each key's
+    right version."""
+    t1, t2 = 1_767_600_000_000, 1_767_700_000_000  # 2026-01-05 08:00 and 2026-01-06 11:46 UTC
+    pg = [
+        pg_event("r", {"id": 1, "v": "snap"}, 10, 0),
+        pg_event("r", {"id": 2, "v": "snap"}, 10, 0),
+        pg_event("u", {"id": 1, "v": "one"}, 20, t1),
+        pg_event("u", {"id": 2, "v": "two"}, 30, t2),
+    ]
+    dataworks = [
+        dataworks_event("INSERT", {"id": 1, "v": "snap"}, "-1", -1),
+        dataworks_event("INSERT", {"id": 2, "v": "snap"}, "-1", -1),
+        # one-record updates (both images in one message)
+        dataworks_event("UPDATE_AFTER", {"id": 1, "v": "one"}, "20", t1, {"id": 1, "v": "snap"}),
+        dataworks_event("UPDATE_AFTER", {"id": 2, "v": "two"}, "30", t2, {"id": 2, "v": "snap"}),
+    ]
+    for feed, topic, events in (
+        ("pg_inventory", "pg.public.items", pg),
+        ("dataworks_inventory", "dataworks.items", dataworks),
+    ):
+        file = tmp_path / f"{topic}-0-000000000000-000000000003.jsonl"
+        lines = [kcat_line(topic, i, e, {"id": e_id(e)}) for i, e in enumerate(events)]
+        file.write_text("".join(line + "\n" for line in lines))
+        dbt.land(feed, file)
+    dbt("build", "--exclude", "tag:accounting")
+    s = dbt.schema
+    nulls = spark.sql(f"select count(*) from {s}.cdc_history where valid_from is null").first()[0]
+    assert nulls == 0
+
+    def as_of(ms: int) -> dict:
+        rows = spark.sql(
+            f"select feed, key_json, get_json_object(row_json, '$.v') as v from {s}.cdc_history "
+            f"where table_name = 'items' and valid_from <= timestamp_millis({ms}) "
+            f"and (valid_to is null or valid_to > timestamp_millis({ms}))"
+        ).collect()
+        return {(r.feed, json.loads(r.key_json)["id"]): r.v for r in rows}
+
+    feeds = ("pg_inventory", "dataworks_inventory")
+    assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
+    assert as_of(t1 + 1) == {**{(f, 1): "one" for f in feeds}, **{(f, 2): "snap" for f in feeds}}
+    assert as_of(t2) == {(f, k): v for f in feeds for k, v in ((1, "one"), (2, "two"))}
