@@ -137,13 +137,16 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     """Snapshot rows whose commit time is 0 (Debezium ts_ms) or absent (DataWorks full sync,
     eventTime -1), then streamed updates: no version has a null valid_from, and an as-of read
     before the first update finds the snapshot rows, one between the updates finds each key's
-    right version."""
+    right version. A later re-snapshot of unchanged rows is logged and opens no version."""
     t1, t2 = 1_767_600_000_000, 1_767_700_000_000  # 2026-01-05 08:00 and 2026-01-06 11:46 UTC
     pg = [
         pg_event("r", {"id": 1, "v": "snap"}, 10, 0),
         pg_event("r", {"id": 2, "v": "snap"}, 10, 0),
         pg_event("u", {"id": 1, "v": "one"}, 20, t1),
         pg_event("u", {"id": 2, "v": "two"}, 30, t2),
+        # a re-snapshot (after a connector reset): rows that did not change open no version
+        pg_event("r", {"id": 1, "v": "one"}, 40, t2 + 1000),
+        pg_event("r", {"id": 2, "v": "two"}, 40, t2 + 1000),
     ]
     dataworks = [
         dataworks_event("INSERT", {"id": 1, "v": "snap"}, "-1", -1),
@@ -156,7 +159,7 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
         ("pg_inventory", "pg.public.items", pg),
         ("dataworks_inventory", "dataworks.items", dataworks),
     ):
-        file = tmp_path / f"{topic}-0-000000000000-000000000003.jsonl"
+        file = tmp_path / f"{topic}-0-000000000000-{len(events) - 1:012d}.jsonl"
         lines = [kcat_line(topic, i, e, {"id": e_id(e)}) for i, e in enumerate(events)]
         file.write_text("".join(line + "\n" for line in lines))
         dbt.land(feed, file)
@@ -172,6 +175,15 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
             f"and (valid_to is null or valid_to > timestamp_millis({ms}))"
         ).collect()
         return {(r.feed, json.loads(r.key_json)["id"]): r.v for r in rows}
+
+    versions = spark.sql(
+        f"select feed, count(*) from {s}.cdc_history where table_name = 'items' group by feed"
+    ).collect()
+    assert dict(versions) == {"pg_inventory": 4, "dataworks_inventory": 4}
+    snapshots = spark.sql(
+        f"select count(*) from {s}.cdc_change_log where feed = 'pg_inventory' and op = 'r'"
+    ).first()[0]
+    assert snapshots == 4
 
     feeds = ("pg_inventory", "dataworks_inventory")
     assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
