@@ -54,3 +54,18 @@
     {%- endfor -%}
     {{ exceptions.raise_compiler_error("no feed '" ~ feed ~ "' in the landing source") }}
 {% endmacro %}
+
+{# purpose: a select of one `feed` column, a row per feed declared in the `landing` source #}
+{% macro changelake_declared_feeds() %}
+    {%- set names = [] -%}
+    {%- if execute -%}
+        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+            {%- do names.append(_changelake_literal(node.name)) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- if names -%}
+        select explode(array({{ names | sort | join(', ') }})) as feed
+    {%- else -%}
+        select cast(null as string) as feed where false
+    {%- endif -%}
+{% endmacro %}

@@ -29,6 +29,17 @@ records as (
     group by feed
 ),
 
+-- every declared feed, landed or not (a feed whose folder is empty or missing shows zeros)
+declared as (
+    {{ changelake_declared_feeds() }}
+),
+
+feeds as (
+    select feed from declared
+    union
+    select feed from records
+),
+
 logged as (
     select
         feed,
@@ -40,30 +51,31 @@ logged as (
 final as (
     select
         -- ids
-        records.feed,
-        -- numerics
-        records.records_landed,
-        records.row_changes,
-        records.truncates,
-        records.schema_changes,
-        records.heartbeats,
-        records.tombstones,
-        records.transaction_markers,
-        records.messages,
-        records.records_quarantined,
+        feeds.feed,
         -- strings
         records.last_position,
         -- timestamps
         records.last_heartbeat_at,
         records.last_committed_at,
         records.last_landed_at,
+        -- numerics
+        coalesce(records.records_landed, 0) as records_landed,
+        coalesce(records.row_changes, 0) as row_changes,
+        coalesce(records.truncates, 0) as truncates,
+        coalesce(records.schema_changes, 0) as schema_changes,
+        coalesce(records.heartbeats, 0) as heartbeats,
+        coalesce(records.tombstones, 0) as tombstones,
+        coalesce(records.transaction_markers, 0) as transaction_markers,
+        coalesce(records.messages, 0) as messages,
+        coalesce(records.records_quarantined, 0) as records_quarantined,
         coalesce(logged.changes_logged, 0) as changes_logged,
         -- how far behind the source the feed is, by its newest commit or heartbeat
         timestampdiff(
             second, greatest(records.last_committed_at, records.last_heartbeat_at), current_timestamp()
         ) as lag_seconds
-    from records
-    left join logged on records.feed = logged.feed
+    from feeds
+    left join records on feeds.feed = records.feed
+    left join logged on feeds.feed = logged.feed
 )
 
 select * from final

@@ -185,6 +185,11 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     ).first()[0]
     assert snapshots == 4
 
+    # every declared feed is in cdc_feed_health, those with nothing landed as zeros
+    health = dict(spark.sql(f"select feed, records_landed from {s}.cdc_feed_health").collect())
+    assert len(health) == 9
+    assert {f: n for f, n in health.items() if n} == {"pg_inventory": 6, "dataworks_inventory": 4}
+
     feeds = ("pg_inventory", "dataworks_inventory")
     assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
     assert as_of(t1 + 1) == {**{(f, 1): "one" for f in feeds}, **{(f, 2): "snap" for f in feeds}}
