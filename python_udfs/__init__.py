@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from python_udfs import canal, dataworks, debezium, dtle, maxwell, ogg, tencent
-from python_udfs.layout import FIELD_NAMES, FIELDS, SPARK_SCHEMA, error_record
+from python_udfs.layout import FIELD_NAMES, FIELDS, SPARK_SCHEMA, conform, error_record
 
 Headers = Sequence[tuple[str, "str | None"]] | None
 Decoder = Callable[..., list[dict[str, Any]]]
@@ -44,6 +44,15 @@ def decode(
     options: ``"tencent;time_zone=UTC"``. Never raises: an unknown format or an undecodable
     record gives one record whose ``decode_error`` says why.
     """
+    name = parse_format(str(envelope_format))[0]
+    return conform(decode_unchecked(envelope_format, key, value, headers), name)
+
+
+def decode_unchecked(
+    envelope_format: str, key: str | None, value: str | None, headers: Headers = None
+) -> list[dict[str, Any]]:
+    """:func:`decode` without the final check of every field's type against the layout: the
+    Spark UDF leaves that check to Arrow's conversion and runs it only when that fails."""
     name, options = parse_format(str(envelope_format))
     decoder = _DECODERS.get(name)
     if decoder is None:
@@ -53,7 +62,27 @@ def decode(
                 f"unknown envelope format {name!r}; known: {', '.join(ENVELOPE_FORMATS)}",
             )
         ]
+    problem = _headers_problem(headers)
+    if problem:
+        return [error_record(name, problem)]
     return decoder(key, value, list(headers) if headers else None, options)
+
+
+def _headers_problem(headers: Any) -> str | None:
+    """Why ``headers`` is not a sequence of (name, value) text pairs, or None."""
+    if headers is None:
+        return None
+    if isinstance(headers, (str, bytes, dict)) or not isinstance(headers, Sequence):
+        return f"headers are not a list of (name, value) pairs: {type(headers).__name__}"
+    for pair in headers:
+        if (
+            not isinstance(pair, (tuple, list))
+            or len(pair) != 2
+            or not isinstance(pair[0], str)
+            or not (pair[1] is None or isinstance(pair[1], str))
+        ):
+            return f"a header is not a (name, value) pair of text: {str(pair)[:60]!r}"
+    return None
 
 
 def parse_format(text: str) -> tuple[str, dict[str, str]]:

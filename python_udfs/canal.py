@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object, value_object
+from python_udfs.guard import names, never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -45,7 +45,7 @@ def decode_document(
     op_raw = doc.get("type")
     if not isinstance(op_raw, str):
         raise MalformedInput("'type' is missing")
-    es = values.epoch_auto_utc(doc.get("es"))
+    es = values.epoch_auto_utc(doc.get("es"), "es")
     common = {
         "envelope_format": envelope_format,
         "source_engine": source_engine,
@@ -53,7 +53,7 @@ def decode_document(
         "table_name": doc.get("table") or None,
         "op_raw": op_raw,
         "committed_at": es,
-        "captured_at": values.epoch_auto_utc(doc.get("ts")),
+        "captured_at": values.epoch_auto_utc(doc.get("ts"), "ts"),
         "position": None if es is None else values.padded(_epoch_ms(es), 15),
         "transaction_id": doc.get("gtid"),
     }
@@ -73,8 +73,8 @@ def decode_document(
             f"'old' has {len(old) if isinstance(old, list) else 'no'} "
             f"entries for {len(rows)} data rows"
         )
-    key_columns = [str(c) for c in doc.get("pkNames") or []] or None
-    mysql_types = doc.get("mysqlType") or {}
+    key_columns = names(doc.get("pkNames"), "pkNames")
+    mysql_types = require_object(doc.get("mysqlType") or {}, "mysqlType")
     column_types = {str(c): str(t).lower() for c, t in mysql_types.items()} or None
     out = []
     for index, row in enumerate(rows):

@@ -24,7 +24,7 @@ import base64
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object, value_object
+from python_udfs.guard import names, never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -54,7 +54,8 @@ def _value(column: str, raw: Any, kind: str | None) -> Any:
     if raw is None:
         return None
     if kind == "DATE":
-        return values.timestamp_text(int(raw) * 1_000_000, zone="Z")
+        moment = values.epoch_ms_utc(raw, f"DATE column {column!r}")
+        return values.timestamp_text(int(raw) * 1_000_000, zone="Z") if moment else None
     if kind == "BYTES":
         if not isinstance(raw, str):
             raise MalformedInput(f"BYTES column {column!r} is not base64 text")
@@ -97,7 +98,14 @@ def decode(
         raise MalformedInput("payload.op is missing")
     source = require_object(schema.get("source") or {}, "schema.source")
     columns = schema.get("dataColumn") or []
-    types = {c["name"]: c.get("type") for c in columns if isinstance(c, dict) and "name" in c}
+    if not isinstance(columns, list):
+        raise MalformedInput(f"schema.dataColumn is not a JSON array: {str(columns)[:60]!r}")
+    types = {}
+    for column in columns:
+        name = column.get("name") if isinstance(column, dict) else None
+        if not isinstance(name, str):
+            raise MalformedInput(f"schema.dataColumn holds a column without a name: {column!r:.60}")
+        types[name] = column.get("type")
     stamps = require_object(payload.get("timestamp") or {}, "payload.timestamp")
     sequence = payload.get("sequenceId")
     # Full-sync (snapshot) rows carry sequenceId -1 and eventTime -1: a snapshot read, placed
@@ -119,7 +127,7 @@ def decode(
         # sequenceId orders full and incremental data; scn (Oracle) is the source's own clock
         "position": None
         if sequence in (None, "")
-        else values.padded(0 if full_sync else sequence, 20),
+        else values.padded(0 if full_sync else sequence, 20, "payload.sequenceId"),
         "transaction_id": payload.get("scn"),
     }
     if op_raw in ROW_OPS:
@@ -131,7 +139,7 @@ def decode(
             raise MalformedInput("DELETE without a before image")
         if op_raw.startswith("UPDATE") and before is None and after is None:
             raise MalformedInput(f"{op_raw} without an image")
-        key_columns = [str(c) for c in schema.get("primaryKey") or []] or None
+        key_columns = names(schema.get("primaryKey"), "schema.primaryKey")
         image = after if after is not None else before
         key_json = values.key_of(image, key_columns, "the row image")
         return [

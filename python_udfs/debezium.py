@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from python_udfs import values
-from python_udfs.guard import never_raises
+from python_udfs.guard import never_raises, require_object
 from python_udfs.layout import record
 
 FORMAT = "debezium"
@@ -45,7 +45,17 @@ DecodeError = values.MalformedInput
 # --------------------------------------------------------------------------------------------
 
 
+# PostgreSQL's numeric holds up to 131,072 digits before the point and 16,383 after: 64 KiB
+# of two's complement covers it; anything longer is not a column value and would take
+# seconds to render, so it is refused
+MAX_DECIMAL_BYTES = 64 * 1024
+
+
 def _decimal_from_bytes(text: str, scale: int) -> Decimal:
+    if not isinstance(text, str):
+        raise DecodeError(f"decimal value is not base64 text: {text!r:.60}")
+    if len(text) > MAX_DECIMAL_BYTES * 4 // 3 + 4:
+        raise DecodeError(f"decimal value of {len(text)} base64 characters, over the limit")
     raw = base64.b64decode(text, validate=True)
     unscaled = int.from_bytes(raw, "big", signed=True)
     return Decimal(unscaled).scaleb(-scale)
@@ -100,16 +110,34 @@ def _fields(schema: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     (the Debezium PostgreSQL seed among them) nest it: ``{"name": "id", "schema": {...}}``.
     """
     out = {}
-    for f in (schema or {}).get("fields") or []:
+    for f in _field_list(schema):
         name = _field_name(f)
         if name is not None:
             out[name] = f.get("schema", f) if "field" not in f else f
     return out
 
 
+def _field_list(schema: Any) -> list[dict[str, Any]]:
+    """A struct schema's ``fields``, each an object with a text name; a named error if not."""
+    if not schema:
+        return []
+    if not isinstance(schema, dict):
+        raise DecodeError(f"a schema is not an object: {schema!r:.60}")
+    fields = schema.get("fields") or []
+    if not isinstance(fields, list):
+        raise DecodeError(f"schema fields are not a list: {fields!r:.60}")
+    for f in fields:
+        if not isinstance(f, dict):
+            raise DecodeError(f"a schema field is not an object: {f!r:.60}")
+        name = _field_name(f)
+        if name is not None and not isinstance(name, str):
+            raise DecodeError(f"a schema field's name is not text: {name!r:.60}")
+    return fields
+
+
 def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     """Convert one payload value to the canonical image encoding (see ``layout``)."""
-    if value is None or schema is None:
+    if value is None or not isinstance(schema, dict):
         return value
     if isinstance(value, str) and value == UNAVAILABLE:
         return value
@@ -154,9 +182,7 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
 
 def _struct_fields(schema: dict[str, Any] | None, field_name: str) -> dict[str, Any] | None:
     """The Connect schema of the envelope field ``field_name`` (before, after, source...)."""
-    if not schema:
-        return None
-    for f in schema.get("fields") or []:
+    for f in _field_list(schema):
         if f.get("field") == field_name:
             return f
     return None
@@ -181,7 +207,7 @@ def _image(
             continue
         try:
             out[column] = _convert(raw, fields.get(column))
-        except (ValueError, TypeError, KeyError, binascii.Error) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise DecodeError(f"{where}.{column}: cannot convert {raw!r:.60}: {exc}") from exc
     return out, unavailable
 
@@ -254,10 +280,10 @@ def split(text: str, where: str) -> tuple[Any, Envelope]:
 # --------------------------------------------------------------------------------------------
 
 
-def _int(value: Any) -> int | None:
+def _int(value: Any, where: str) -> int | None:
     if value is None or value == "":
         return None
-    return int(value)
+    return values.whole_number(value, where)
 
 
 def position(engine: str | None, source: dict[str, Any]) -> str | None:
@@ -267,18 +293,19 @@ def position(engine: str | None, source: dict[str, Any]) -> str | None:
     SQL Server: ``commit_lsn``, ``change_lsn``, ``event_serial_no``. Unknown engines: null.
     """
     if engine == "postgresql":
-        lsn = _int(source.get("lsn"))
+        lsn = _int(source.get("lsn"), "source.lsn")
         return None if lsn is None else f"{lsn:020d}"
     if engine in ("mysql", "mariadb"):
         file = source.get("file")
-        pos = _int(source.get("pos"))
+        pos = _int(source.get("pos"), "source.pos")
         if file is None or pos is None:
             return None
-        return f"{values.binlog_sequence(file)}/{pos:020d}/{_int(source.get('row')) or 0:010d}"
+        row = _int(source.get("row"), "source.row") or 0
+        return f"{values.binlog_sequence(file, 'source.file')}/{pos:020d}/{row:010d}"
     if engine == "sqlserver":
         commit = source.get("commit_lsn")
         change = source.get("change_lsn")
-        serial = _int(source.get("event_serial_no")) or 0
+        serial = _int(source.get("event_serial_no"), "source.event_serial_no") or 0
         if commit is None and change is None:
             return None
         return f"{commit or change}/{change or commit}/{serial:010d}"
@@ -303,9 +330,10 @@ CONNECTORS = {
 
 def _engine(source: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
     connector = source.get("connector")
-    if connector in CONNECTORS:
+    if isinstance(connector, str) and connector in CONNECTORS:
         return connector
     name = ((_struct_fields(schema, "source") or {}).get("name")) or ""
+    name = name if isinstance(name, str) else ""
     for engine in ("postgresql", "mysql", "sqlserver", "oracle", "mongodb", "db2"):
         if f".{engine}." in name:
             return engine
@@ -329,7 +357,7 @@ def _committed_at(source: dict[str, Any]) -> dt.datetime | None:
     if source.get("ts_ms") not in (None, 0):
         return _timestamp(source["ts_ms"], "source.ts_ms")
     if source.get("ts_sec") not in (None, 0):
-        return _timestamp(int(source["ts_sec"]) * 1000, "source.ts_sec")
+        return _timestamp(values.whole_number(source["ts_sec"], "source.ts_sec") * 1000)
     if 0 in (source.get("ts_ms"), source.get("ts_sec")):
         return _timestamp(0)
     return None
@@ -431,6 +459,8 @@ def _decode(
         raise DecodeError(f"value payload has no 'op' (fields: {', '.join(sorted(payload))[:80]})")
 
     op_raw = payload["op"]
+    if not isinstance(op_raw, str):
+        raise DecodeError(f"value payload.op is not text: {op_raw!r:.60}")
     source = payload.get("source") or {}
     if not isinstance(source, dict):
         raise DecodeError("value payload.source is not an object")
@@ -482,14 +512,20 @@ def _decode(
     if op_raw == "t":
         return [record(**common, kind="truncate")]
     if op_raw == "m":
-        message = payload.get("message") or {}
+        message = require_object(payload.get("message") or {}, "value payload.message")
         content = message.get("content")
+        try:
+            data = None if content is None else base64.b64decode(content, validate=True)
+        except (TypeError, ValueError):
+            raise DecodeError(
+                f"value payload.message.content is not base64 text: {content!r:.60}"
+            ) from None
         return [
             record(
                 **common,
                 kind="message",
                 message_prefix=message.get("prefix"),
-                message_content=None if content is None else base64.b64decode(content),
+                message_content=data,
             )
         ]
     raise DecodeError(f"unknown op {op_raw!r} (expected c, u, d, r, t or m)")
@@ -540,11 +576,13 @@ def schema_change(
     payload: dict[str, Any], key_json: str | None, key_columns: list[str] | None
 ) -> dict[str, Any]:
     """A schema-change event (Debezium schema change topic, dtle SchemaChangeTopic)."""
-    source = payload.get("source") or {}
-    position_block = payload.get("position") or {}
+    source = require_object(payload.get("source") or {}, "value payload.source")
+    position_block = require_object(payload.get("position") or {}, "value payload.position")
     engine = _engine({**source, **position_block}, None) or source.get("connector")
     pos_source = {**position_block, **source} if position_block else source
     changes = payload.get("tableChanges") or []
+    if not isinstance(changes, list):
+        raise DecodeError(f"value payload.tableChanges is not a list: {changes!r:.60}")
     first = changes[0] if changes and isinstance(changes[0], dict) else {}
     table_id = str(first.get("id") or "").replace('"', "")
     table = table_id.split(".")[-1] if table_id else None

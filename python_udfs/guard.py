@@ -48,6 +48,19 @@ def require_object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def names(value: Any, where: str) -> list[str] | None:
+    """A list of column names (text, or numbers as text); None when absent or empty; a
+    :class:`MalformedInput` naming ``where`` for anything else."""
+    if value is None or value == []:
+        return None
+    if not isinstance(value, list):
+        raise MalformedInput(f"{where} is not a JSON array: {str(value)[:60]!r}")
+    for name in value:
+        if not isinstance(name, (str, int)) or isinstance(name, bool):
+            raise MalformedInput(f"{where} holds a {type(name).__name__}, not a name: {name!r:.60}")
+    return [str(name) for name in value]
+
+
 def value_object(value: str | None, label: str) -> dict[str, Any]:
     """The record's value parsed as a JSON object; a named error when absent or not one."""
     if value is None:

@@ -25,6 +25,7 @@ the Python to JVM hop; the SQL models parse it (``parse_json``/``from_json``) wh
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 # (name, Spark SQL type, description)
@@ -105,6 +106,54 @@ def record(**values: Any) -> dict[str, Any]:
 def error_record(envelope_format: str, reason: str) -> dict[str, Any]:
     """Return the single record a decoder emits for a Kafka record it cannot decode."""
     return record(envelope_format=envelope_format, row_index=0, kind="error", decode_error=reason)
+
+
+_INT32 = range(-(2**31), 2**31)
+
+
+def _is_text_list(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value)
+
+
+def _is_text_map(value: Any) -> bool:
+    return type(value) is dict and all(
+        type(k) is str and (v is None or type(v) is str) for k, v in value.items()
+    )
+
+
+# the Python value each Spark type of the layout takes (None is always allowed)
+_CONFORMS: dict[str, Any] = {
+    "string": lambda v: type(v) is str,
+    "int": lambda v: type(v) is int and v in _INT32,
+    "boolean": lambda v: type(v) is bool,
+    "timestamp": lambda v: isinstance(v, dt.datetime),
+    "binary": lambda v: type(v) is bytes,
+    "array<string>": _is_text_list,
+    "map<string,string>": _is_text_map,
+}
+_FIELD_CHECKS = tuple((name, spark_type, _CONFORMS[spark_type]) for name, spark_type, _ in FIELDS)
+
+
+def nonconforming(rec: dict[str, Any]) -> str | None:
+    """What is wrong with ``rec`` against the layout (a field of the wrong type), or None."""
+    for name, spark_type, conforms in _FIELD_CHECKS:
+        value = rec.get(name)
+        if value is not None and not conforms(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return f"{name} is not {spark_type}: {shown} ({type(value).__name__})"
+    return None
+
+
+def conform(records: list[dict[str, Any]], envelope_format: str) -> list[dict[str, Any]]:
+    """``records`` when every field has its layout type; otherwise the one error record of the
+    Kafka record, naming the first field that does not (an envelope field of an unexpected
+    JSON type, say a number where a table name belongs)."""
+    for rec in records:
+        problem = nonconforming(rec)
+        if problem is not None:
+            return [error_record(envelope_format, f"layout field {problem}")]
+    return records
 
 
 def docs_markdown() -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object, value_object
+from python_udfs.guard import names, never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -32,26 +32,27 @@ MARKERS = {"bootstrap-start", "bootstrap-complete"}
 
 
 def _key_columns(doc: dict[str, Any], key: str | None) -> list[str] | None:
-    columns = doc.get("primary_key_columns")
+    columns = names(doc.get("primary_key_columns"), "primary_key_columns")
     if columns:
-        return [str(c) for c in columns]
+        return columns
     if key:
         parsed = values.parse_json(key, "key")
         if isinstance(parsed, dict):
-            names = [k[3:] for k in parsed if k.startswith("pk.")]
-            return names or None
+            from_key = [k[3:] for k in parsed if k.startswith("pk.")]
+            return from_key or None
     return None
 
 
 def _position(doc: dict[str, Any]) -> str | None:
-    xoffset = values.padded(doc.get("xoffset") or 0, 10)
+    xoffset = values.padded(doc.get("xoffset") or 0, 10, "xoffset")
     text = doc.get("position")
     if isinstance(text, str) and ":" in text:
         file, _, pos = text.rpartition(":")
-        return f"{values.binlog_sequence(file)}/{values.padded(pos, 20)}/{xoffset}"
+        return f"{values.binlog_sequence(file)}/{values.padded(pos, 20, 'position')}/{xoffset}"
     if doc.get("ts") is None:
         return None
-    return f"ts:{values.padded(doc['ts'], 12)}/{values.padded(doc.get('xid') or 0, 20)}/{xoffset}"
+    ts = values.padded(doc["ts"], 12, "ts")
+    return f"ts:{ts}/{values.padded(doc.get('xid') or 0, 20, 'xid')}/{xoffset}"
 
 
 @never_raises(FORMAT)
@@ -73,7 +74,7 @@ def decode(
         "database_name": doc.get("database"),
         "table_name": doc.get("table"),
         "op_raw": op_raw,
-        "committed_at": values.epoch_auto_utc(doc.get("ts")),
+        "committed_at": values.epoch_auto_utc(doc.get("ts"), "ts"),
         "transaction_id": None if doc.get("xid") is None else str(doc["xid"]),
         "position": _position(doc),
     }

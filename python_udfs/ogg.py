@@ -20,7 +20,7 @@ import datetime as dt
 from typing import Any
 
 from python_udfs import values
-from python_udfs.guard import never_raises, require_object, value_object
+from python_udfs.guard import names, never_raises, require_object, value_object
 from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
@@ -65,7 +65,7 @@ def decode(
         "op_raw": op_raw,
         "committed_at": _time(doc.get("op_ts"), tz),
         "captured_at": _time(doc.get("current_ts"), tz),
-        "position": None if pos in (None, "") else values.padded(pos, 25),
+        "position": None if pos in (None, "") else values.padded(pos, 25, "pos"),
     }
     if op_raw == "T":
         return [record(**common, kind="truncate")]
@@ -80,7 +80,7 @@ def decode(
         raise MalformedInput(f"op_type {op_raw} without an after image")
     if op == "d" and before is None:
         raise MalformedInput("op_type D without a before image")
-    key_columns = [str(c) for c in doc.get("primary_keys") or []] or None
+    key_columns = names(doc.get("primary_keys"), "primary_keys")
     image = after if after is not None else before
     key_json = values.key_of(image, key_columns, "the row image")
     return [

@@ -38,11 +38,37 @@ def decode_batch(
     back in one ``pa.array`` call, whose conversion runs in pyarrow's C++ rather than per
     value in Python (about 1.5x the throughput of a row-at-a-time Arrow UDF here).
     """
-    from python_udfs import decode
+    from python_udfs import decode_unchecked
 
-    columns = (a.to_pylist() for a in (envelope_format, key, value, headers))
-    decoded = [decode(f, k, v, _pairs(h)) for f, k, v, h in zip(*columns, strict=True)]
-    return pa.array(decoded, type=arrow_type)
+    formats, *rest = (a.to_pylist() for a in (envelope_format, key, value, headers))
+    decoded = [
+        decode_unchecked(f, k, v, _pairs(h)) for f, k, v, h in zip(formats, *rest, strict=True)
+    ]
+    try:
+        return pa.array(decoded, type=arrow_type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        # some record has a field of the wrong type: one bad message must not fail the batch
+        return pa.array(_conformed(decoded, formats, arrow_type), type=arrow_type)
+
+
+def _conformed(
+    decoded: list[list[dict[str, Any]]], formats: list[str | None], arrow_type: pa.DataType
+) -> list[list[dict[str, Any]]]:
+    """Each Kafka record's decoded records, or its one error record where a field does not
+    have its layout type (or, failing that check, Arrow cannot convert them)."""
+    from python_udfs import parse_format
+    from python_udfs.layout import conform, error_record
+
+    out = []
+    for records, envelope_format in zip(decoded, formats, strict=True):
+        name = parse_format(str(envelope_format))[0]
+        records = conform(records, name)
+        try:
+            pa.array([records], type=arrow_type)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            records = [error_record(name, f"not convertible to the layout: {exc}"[:1000])]
+        out.append(records)
+    return out
 
 
 def register(spark: Any) -> list[str]:

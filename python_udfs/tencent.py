@@ -58,7 +58,7 @@ def decode(
     if "isDdl" in doc:
         return canal.decode_document(doc, FORMAT)
     op_raw = doc.get("TYPE")
-    if op_raw not in OPS:
+    if not isinstance(op_raw, str) or op_raw not in OPS:
         raise MalformedInput(f"unknown TYPE {op_raw!r} (expected I, U or D)")
     tz = values.zone((options or {}).get("time_zone", DEFAULT_TIME_ZONE))
     new = doc.get("NEW_VALUES")
@@ -75,7 +75,7 @@ def decode(
     binlog, pos = doc.get("BINLOG_NAME"), doc.get("BINLOG_POS")
     position = None
     if binlog and pos is not None:
-        position = f"{values.binlog_sequence(str(binlog))}/{values.padded(pos, 20)}"
+        position = f"{values.binlog_sequence(str(binlog))}/{values.padded(pos, 20, 'BINLOG_POS')}"
     return [
         record(
             envelope_format=FORMAT,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from decimal import Decimal
 from typing import Any
@@ -17,25 +18,85 @@ class MalformedInput(ValueError):
     """Input text that is not what its envelope promises; the message says where."""
 
 
+# Digits and '.' marked 'd', every other byte ' ': a run of 17 marks may be a number a float
+# would round (a regex scan costs ~100x more than this translate-and-find in C).
+_NUMBER_MARKS = bytes(100 if (48 <= b <= 57 or b == 46) else 32 for b in range(256))
+_LONG_RUN = b"d" * 17
+_INT64 = range(-(2**63), 2**64)
+
+
+def _has_lossy_number(text: str | bytes) -> bool:
+    """Whether ``text`` holds a JSON number orjson would round: an integer of 20 digits or
+    more (past 64 bits), or a decimal of 16 or more significant digits (MySQL DECIMAL(38,19),
+    BIGINT UNSIGNED). Digit runs inside strings can make it say yes; that costs time only."""
+    data = text.encode() if isinstance(text, str) else text
+    marked = data.translate(_NUMBER_MARKS)
+    start = marked.find(_LONG_RUN)
+    while start >= 0:
+        end = start + len(_LONG_RUN)
+        while end < len(marked) and marked[end] == 100:
+            end += 1
+        if end - start >= 20 or b"." in data[start:end]:
+            return True
+        start = marked.find(_LONG_RUN, end)
+    return False
+
+
+def _exact_int(text: str) -> int | Decimal:
+    number = int(text)
+    return number if number in _INT64 else Decimal(text)
+
+
+def _exact_float(text: str) -> float | Decimal:
+    """A float where it holds the number written (as orjson would give), else the Decimal."""
+    number = float(text)
+    exact = Decimal(text)
+    return number if Decimal(repr(number)) == exact else exact
+
+
 def parse_json(text: str | bytes, where: str) -> Any:
     """Parse JSON text with orjson; raise :class:`MalformedInput` naming ``where`` on failure.
 
     orjson rejects nesting deeper than 1024 levels, which bounds deeply nested input; messages
-    over 64 MiB are refused before parsing.
+    over 64 MiB are refused before parsing. A message holding a number orjson would round (see
+    ``_has_lossy_number``) is parsed by the standard library instead, the numbers a float cannot
+    hold as :class:`~decimal.Decimal`, so every digit survives into the images.
     """
     if len(text) > MAX_MESSAGE_BYTES:
         raise MalformedInput(f"{where} is {len(text)} bytes, over the {MAX_MESSAGE_BYTES} limit")
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        if not _has_lossy_number(text):
+            return orjson.loads(text)
+        return json.loads(text, parse_float=_exact_float, parse_int=_exact_int)
+    except (orjson.JSONDecodeError, ValueError) as exc:
         raise MalformedInput(f"malformed JSON in {where}: {exc}") from None
+    except RecursionError:
+        raise MalformedInput(f"{where} is nested too deeply") from None
+
+
+def _number_fragment(value: Any) -> Any:
+    """orjson's hook for what it cannot render: a Decimal is written with its digits (equal
+    values alike: trailing fractional zeros dropped, never an exponent)."""
+    if isinstance(value, Decimal) and value.is_finite():
+        return orjson.Fragment(decimal_text(value.normalize()))
+    raise TypeError(f"not JSON: {type(value).__name__}")
 
 
 def dump_json(value: Any) -> str | None:
-    """Render an image canonically: sorted keys, compact, UTF-8. None stays None."""
+    """Render an image canonically: sorted keys, compact, UTF-8. None stays None.
+
+    Exact numbers (:class:`~decimal.Decimal`, from ``parse_json``) keep their digits. Images
+    nested deeper than orjson writes (254 levels) are written by the standard library in the
+    same canonical form.
+    """
     if value is None:
         return None
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=_number_fragment).decode()
+    except orjson.JSONEncodeError as exc:
+        if "Recursion limit" not in str(exc):
+            raise
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def decimal_text(value: Decimal) -> str:
@@ -69,15 +130,40 @@ def timestamp_text(nanos_since_epoch: int, zone: str | None) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(nanos) + (zone or "")
 
 
-_DIGITS = re.compile(r"(\d+)$")
+# digits a number sent as text may have (a 64-bit value has 20); longer is not a position
+MAX_NUMBER_DIGITS = 40
 
 
-def binlog_sequence(file: str) -> str:
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def whole_number(value: Any, where: str) -> int:
+    """An integer sent as a JSON number or as digit text; :class:`MalformedInput` naming
+    ``where`` for anything else (a list, an object, a fraction, 10,000 digits)."""
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is str:
+        digits = value.strip()
+        if 0 < len(digits.lstrip("+-")) <= MAX_NUMBER_DIGITS and digits.lstrip("+-").isdigit():
+            return int(digits)
+    raise MalformedInput(f"{where} is not a whole number: {_shown(value)}")
+
+
+def binlog_sequence(file: Any, where: str = "binlog file") -> str:
     """Sortable form of a MySQL binlog file name: its numeric suffix zero-padded to 12 digits."""
-    match = _DIGITS.search(file)
-    if not match:
+    if type(file) is not str:
+        raise MalformedInput(f"{where} is not text: {_shown(file)}")
+    stem = file.rstrip("0123456789")
+    suffix = file[len(stem) :]
+    if not suffix:
         return file
-    return f"{file[: match.start()]}{int(match.group(1)):012d}"
+    if len(suffix) > MAX_NUMBER_DIGITS:
+        raise MalformedInput(f"{where} ends in {len(suffix)} digits, not a binlog sequence")
+    return f"{stem}{int(suffix):012d}"
 
 
 _UTC_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -93,13 +179,13 @@ def epoch_ms_utc(ms: Any, where: str = "timestamp") -> dt.datetime | None:
     """
     if ms is None or ms == "":
         return None
-    number = int(ms)
+    number = whole_number(ms, where)
     if not _MIN_MS <= number <= _MAX_MS:
         raise MalformedInput(f"{where} {number} is out of range for epoch milliseconds")
     return _UTC_EPOCH + dt.timedelta(milliseconds=number)
 
 
-def epoch_auto_utc(value: Any) -> dt.datetime | None:
+def epoch_auto_utc(value: Any, where: str = "epoch") -> dt.datetime | None:
     """A UTC datetime from an epoch in seconds or milliseconds, told apart by magnitude.
 
     Canal-shaped messages carry ``es``/``ts`` in milliseconds, but some producers (Tencent's
@@ -108,8 +194,8 @@ def epoch_auto_utc(value: Any) -> dt.datetime | None:
     """
     if value is None or value == "":
         return None
-    number = int(value)
-    return epoch_ms_utc(number * 1000 if abs(number) < 10**11 else number, "epoch")
+    number = whole_number(value, where)
+    return epoch_ms_utc(number * 1000 if abs(number) < 10**11 else number, where)
 
 
 def zone(text: str) -> dt.tzinfo:
@@ -126,11 +212,11 @@ def zone(text: str) -> dt.tzinfo:
     return ZoneInfo(text)
 
 
-def padded(value: Any, width: int) -> str:
+def padded(value: Any, width: int, where: str = "position") -> str:
     """A non-negative integer (int or digit text) as fixed-width text, so text order is numeric."""
-    number = int(value)
+    number = whole_number(value, where)
     if number < 0:
-        raise MalformedInput(f"negative position component {number}")
+        raise MalformedInput(f"{where} is negative: {number}")
     return f"{number:0{width}d}"
 
 
