@@ -272,6 +272,11 @@ def split(text: str, where: str) -> tuple[Any, Envelope]:
         if schema is not None and not isinstance(schema, dict):
             raise DecodeError(f"{where}.schema is not an object")
         return doc["payload"], Envelope(schema)
+    if isinstance(doc, dict) and len(doc) == 1 and isinstance(doc.get("payload"), dict):
+        # the converter's envelope with its schema left out, read as Debezium's own serde
+        # (io.debezium.serde.json.JsonSerde) reads it: {"payload": {"id": 1}} is the key
+        # {"id": 1}; a "payload" holding a scalar is a column of that name
+        return doc["payload"], SCHEMALESS
     return doc, SCHEMALESS
 
 

@@ -257,3 +257,30 @@ def test_primitive_key_is_kept_under_a_name():
     (got,) = decode("debezium", "42", '{"op":"c","after":{"id":42},"source":{"lsn":1}}')
     assert got["key_json"] == '{"key":42}'
     assert got["position"] == "00000000000000000001"
+
+
+# the JSON converter's envelope without its schema block ({"payload": ...}), read as Debezium's
+# own serde reads it; a key column that is really named "payload" holds a scalar
+_VALUE = (
+    '{"before":null,"after":{"id":5,"payload":"x"},"op":"c","source":{"connector":"postgresql",'
+    '"name":"pg","db":"d","schema":"public","table":"t","lsn":5,"ts_ms":1}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("key", "key_json"),
+    [
+        ('{"payload": {"id": 5}}', '{"id":5}'),  # the envelope, schema left out
+        ('{"schema": null, "payload": {"id": 5}}', '{"id":5}'),  # the envelope, schema null
+        ('{"id": 5}', '{"id":5}'),  # schemas.enable=false
+        ('{"payload": 5}', '{"payload":5}'),  # a key column named payload
+    ],
+)
+def test_a_key_payload_without_schema_is_the_converter_envelope(key, key_json):
+    (record,) = decode("debezium", key, _VALUE)
+    assert record["key_json"] == key_json
+
+
+def test_a_value_payload_without_schema_is_the_converter_envelope():
+    (record,) = decode("debezium", None, '{"payload": ' + _VALUE + "}")
+    assert (record["op"], record["after_json"]) == ("c", '{"id":5,"payload":"x"}')
