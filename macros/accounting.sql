@@ -8,7 +8,7 @@
         {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
             {%- set select -%}
                 select
-                    '{{ node.name }}' as feed,
+                    {{ _changelake_literal(node.name) }} as feed,
                     count(*) as records_landed
                 from {{ node.schema }}.{{ node.identifier }}
                 lateral view explode(split(value, '\n')) lines as line

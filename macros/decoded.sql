@@ -31,11 +31,6 @@
     {{ return(run_query(query).columns[0].values()) }}
 {% endmacro %}
 
-{# purpose: a SQL string literal for any text (quotes and backslashes escaped) #}
-{% macro _changelake_literal(text) %}
-    {{- return("'" ~ (text | string).replace('\\', '\\\\').replace("'", "\\'") ~ "'") -}}
-{% endmacro %}
-
 {% macro default__changelake_decoded(feed, meta) %}
     {%- set processed = _changelake_processed_files() if is_incremental() else [] -%}
     {#- <topic>+<partition>+<startOffset>.json[.gz]: the Kafka Connect sink file name -#}
@@ -158,7 +153,7 @@ decoded as (
 final as (
     select
         -- ids
-        '{{ feed }}' as feed,
+        {{ _changelake_literal(feed) }} as feed,
         '{{ invocation_id }}' as batch_id,
         decoded.topic,
         decoded.kafka_partition,

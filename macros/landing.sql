@@ -16,8 +16,8 @@
     {%- set meta = _changelake_feed_meta(node) -%}
     create table if not exists {{ node.schema }}.{{ node.identifier }} (value string)
     using text
-    options (wholetext 'true', recursiveFileLookup 'true', pathGlobFilter '{{ meta.glob }}')
-    location '{{ root }}/{{ meta.path }}'
+    options (wholetext 'true', recursiveFileLookup 'true', pathGlobFilter {{ _changelake_literal(meta.glob) }})
+    location {{ _changelake_literal(root ~ '/' ~ meta.path) }}
 {% endmacro %}
 
 {# purpose: a feed's meta with defaults, validated; fails at compile time naming what is wrong #}

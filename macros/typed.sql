@@ -42,12 +42,12 @@ versions as (
         closing_change_id,
         from_json(
             row_json,
-            'struct<{% for column in columns %}`{{ column }}`: string{{ ", " if not loop.last }}{% endfor %}>'
+            {{ _changelake_literal('struct<' ~ _changelake_struct_fields(columns) ~ '>') }}
         ) as image
     from {{ ref('cdc_history') }}
     where
-        feed = '{{ feed }}'
-        and concat_ws('.', database_name, schema_name, table_name) = '{{ source_table }}'
+        feed = {{ _changelake_literal(feed) }}
+        and concat_ws('.', database_name, schema_name, table_name) = {{ _changelake_literal(source_table) }}
 ),
 
 islands as (
@@ -68,7 +68,7 @@ islands as (
                 ) and lag(valid_to_position) over (
                     partition by key_json order by valid_from_position, version_number
                 ) = valid_from_position and {% for column in tracked_columns -%}
-                    image.`{{ column }}` <=> lag(image.`{{ column }}`) over (
+                    image.{{ _changelake_quoted(column) }} <=> lag(image.{{ _changelake_quoted(column) }}) over (
                         partition by key_json order by valid_from_position, version_number
                     ){{ " and " if not loop.last }}
                 {%- endfor %},
@@ -103,7 +103,7 @@ final as (
         closing_change_id,
         -- the configured columns, typed
         {% for column, type in columns.items() -%}
-        {{ _changelake_typed_value('image.`' ~ column ~ '`', type) }} as `{{ column }}`,
+        {{ _changelake_typed_value('image.' ~ _changelake_quoted(column), type) }} as {{ _changelake_quoted(column) }},
         {% endfor -%}
         -- validity
         valid_from_position,
@@ -118,8 +118,31 @@ final as (
 select * from final
 {% endmacro %}
 
+{# purpose: a SQL string literal for any text (quotes and backslashes escaped) #}
+{% macro _changelake_literal(text) %}
+    {{- return("'" ~ (text | string).replace('\\', '\\\\').replace("'", "\\'") ~ "'") -}}
+{% endmacro %}
+
+{# purpose: a Spark SQL identifier for any name (backticks doubled inside) #}
+{% macro _changelake_quoted(name) %}
+    {{- return('`' ~ (name | string).replace('`', '``') ~ '`') -}}
+{% endmacro %}
+
+{# purpose: "`a`: string, `b`: string" for the columns (the schema of the row image) #}
+{% macro _changelake_struct_fields(columns) %}
+    {%- set fields = [] -%}
+    {%- for column in columns -%}
+        {%- do fields.append(_changelake_quoted(column) ~ ': string') -%}
+    {%- endfor -%}
+    {{- return(fields | join(', ')) -}}
+{% endmacro %}
+
 {# purpose: one canonical JSON text value as its configured Spark type #}
 {% macro _changelake_typed_value(expression, type) %}
+    {%- if modules is defined and not modules.re.fullmatch('[A-Za-z_]+( *[(][0-9]+( *, *[0-9]+)?[)])?', type | string) -%}
+        {{ exceptions.raise_compiler_error(
+            "typed column type '" ~ type ~ "' is not a Spark type name (int, decimal(10,2), ...)") }}
+    {%- endif -%}
     {%- if type in ('binary', 'bytes') -%}
         unbase64({{ expression }})
     {%- elif type in ('string', 'json') -%}

@@ -128,6 +128,8 @@ def dataworks_event(op: str, row: dict, sequence: str, event_time: int, before=N
 
 def e_id(event: dict) -> int:
     """The row id of a test event (Debezium or DataWorks)."""
+    if "data" in event:
+        return event["data"][0]["id"]
     if "after" in event:
         return event["after"]["id"]
     return event["payload"]["after"]["dataColumn"]["id"]
@@ -137,7 +139,9 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     """Snapshot rows whose commit time is 0 (Debezium ts_ms) or absent (DataWorks full sync,
     eventTime -1), then streamed updates: no version has a null valid_from, and an as-of read
     before the first update finds the snapshot rows, one between the updates finds each key's
-    right version. A later re-snapshot of unchanged rows is logged and opens no version."""
+    right version. A later re-snapshot of unchanged rows is logged and opens no version.
+    In the same build, database, table and column names with quotes, backticks, a semicolon,
+    a newline and 10,000 characters are stored verbatim, as data."""
     t1, t2 = 1_767_600_000_000, 1_767_700_000_000  # 2026-01-05 08:00 and 2026-01-06 11:46 UTC
     pg = [
         pg_event("r", {"id": 1, "v": "snap"}, 10, 0),
@@ -155,12 +159,28 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
         dataworks_event("UPDATE_AFTER", {"id": 1, "v": "one"}, "20", t1, {"id": 1, "v": "snap"}),
         dataworks_event("UPDATE_AFTER", {"id": 2, "v": "two"}, "30", t2, {"id": 2, "v": "snap"}),
     ]
+    hostile = "x'; drop table t; --`\"\n" + "n" * 10_000
+    canal = [
+        {
+            "data": [{"id": 1, "c" + hostile: "v"}],
+            "database": "db" + hostile,
+            "table": "t" + hostile,
+            "type": "INSERT",
+            "isDdl": False,
+            "pkNames": ["id"],
+            "es": t1,
+            "ts": t1,
+        }
+    ]
     for feed, topic, events in (
         ("pg_inventory", "pg.public.items", pg),
         ("dataworks_inventory", "dataworks.items", dataworks),
+        ("canal_inventory", "canal.items", canal),
     ):
         file = tmp_path / f"{topic}-0-000000000000-{len(events) - 1:012d}.jsonl"
         lines = [kcat_line(topic, i, e, {"id": e_id(e)}) for i, e in enumerate(events)]
+        if feed == "canal_inventory":
+            lines = [kcat_line(topic, i, e) for i, e in enumerate(events)]
         file.write_text("".join(line + "\n" for line in lines))
         dbt.land(feed, file)
     dbt("build", "--exclude", "tag:accounting")
@@ -188,7 +208,21 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     # every declared feed is in cdc_feed_health, those with nothing landed as zeros
     health = dict(spark.sql(f"select feed, records_landed from {s}.cdc_feed_health").collect())
     assert len(health) == 9
-    assert {f: n for f, n in health.items() if n} == {"pg_inventory": 6, "dataworks_inventory": 4}
+    landed = {f: n for f, n in health.items() if n}
+    assert landed == {"pg_inventory": 6, "dataworks_inventory": 4, "canal_inventory": 1}
+
+    # names are data: stored as sent, in the change log and the history
+    (change,) = spark.sql(
+        f"select database_name, table_name, after_json from {s}.cdc_change_log "
+        f"where feed = 'canal_inventory'"
+    ).collect()
+    assert (change.database_name, change.table_name) == ("db" + hostile, "t" + hostile)
+    assert json.loads(change.after_json) == {"id": 1, "c" + hostile: "v"}
+    (version,) = spark.sql(
+        f"select table_name, row_json from {s}.cdc_history where feed = 'canal_inventory'"
+    ).collect()
+    assert version.table_name == "t" + hostile
+    assert json.loads(version.row_json) == {"id": 1, "c" + hostile: "v"}
 
     feeds = ("pg_inventory", "dataworks_inventory")
     assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
