@@ -96,20 +96,6 @@ def kcat_line(topic: str, offset: int, value: dict, key: dict | None = None) -> 
     return json.dumps({**record, "key": key_text, "headers": [], "payload": json.dumps(value)})
 
 
-def pg_event(op: str, row: dict, lsn: int, ts_ms: int) -> dict:
-    source = {
-        "connector": "postgresql",
-        "name": "pg",
-        "db": "shop",
-        "schema": "public",
-        "table": "items",
-        "lsn": lsn,
-        "ts_ms": ts_ms,
-        "snapshot": "true" if op == "r" else "false",
-    }
-    return {"before": None, "after": row, "op": op, "source": source, "ts_ms": ts_ms}
-
-
 def dataworks_event(op: str, row: dict, sequence: str, event_time: int, before=None) -> dict:
     schema = {
         "dataColumn": [{"name": "id", "type": "LONG"}, {"name": "v", "type": "STRING"}],
@@ -127,11 +113,7 @@ def dataworks_event(op: str, row: dict, sequence: str, event_time: int, before=N
 
 
 def e_id(event: dict) -> int:
-    """The row id of a test event (Debezium or DataWorks)."""
-    if "data" in event:
-        return event["data"][0]["id"]
-    if "after" in event:
-        return event["after"]["id"]
+    """The row id of a DataWorks test event."""
     return event["payload"]["after"]["dataColumn"]["id"]
 
 
@@ -143,14 +125,21 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     In the same build, database, table and column names with quotes, backticks, a semicolon,
     a newline and 10,000 characters are stored verbatim, as data."""
     t1, t2 = 1_767_600_000_000, 1_767_700_000_000  # 2026-01-05 08:00 and 2026-01-06 11:46 UTC
+    from test_history import message
+
     pg = [
-        pg_event("r", {"id": 1, "v": "snap"}, 10, 0),
-        pg_event("r", {"id": 2, "v": "snap"}, 10, 0),
-        pg_event("u", {"id": 1, "v": "one"}, 20, t1),
-        pg_event("u", {"id": 2, "v": "two"}, 30, t2),
-        # a re-snapshot (after a connector reset): rows that did not change open no version
-        pg_event("r", {"id": 1, "v": "one"}, 40, t2 + 1000),
-        pg_event("r", {"id": 2, "v": "two"}, 40, t2 + 1000),
+        message(lsn, op, key, after={"id": key, "v": v}, offset=offset, ts_ms=ts)
+        for offset, (lsn, op, key, v, ts) in enumerate(
+            [
+                (10, "r", 1, "snap", 0),
+                (10, "r", 2, "snap", 0),
+                (20, "u", 1, "one", t1),
+                (30, "u", 2, "two", t2),
+                # a re-snapshot (after a connector reset): unchanged rows open no version
+                (40, "r", 1, "one", t2 + 1000),
+                (40, "r", 2, "two", t2 + 1000),
+            ]
+        )
     ]
     dataworks = [
         dataworks_event("INSERT", {"id": 1, "v": "snap"}, "-1", -1),
@@ -172,15 +161,16 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
             "ts": t1,
         }
     ]
-    for feed, topic, events in (
-        ("pg_inventory", "pg.public.items", pg),
-        ("dataworks_inventory", "dataworks.items", dataworks),
-        ("canal_inventory", "canal.items", canal),
+    for feed, topic, lines in (
+        ("pg_inventory", "pg.public.items", [json.dumps(m) for m in pg]),
+        (
+            "dataworks_inventory",
+            "dataworks.items",
+            [kcat_line("dataworks.items", i, e, {"id": e_id(e)}) for i, e in enumerate(dataworks)],
+        ),
+        ("canal_inventory", "canal.items", [kcat_line("canal.items", 0, canal[0])]),
     ):
-        file = tmp_path / f"{topic}-0-000000000000-{len(events) - 1:012d}.jsonl"
-        lines = [kcat_line(topic, i, e, {"id": e_id(e)}) for i, e in enumerate(events)]
-        if feed == "canal_inventory":
-            lines = [kcat_line(topic, i, e) for i, e in enumerate(events)]
+        file = tmp_path / f"{topic}-0-000000000000-{len(lines) - 1:012d}.jsonl"
         file.write_text("".join(line + "\n" for line in lines))
         dbt.land(feed, file)
     dbt("build", "--exclude", "tag:accounting")

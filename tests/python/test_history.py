@@ -16,7 +16,8 @@ pytestmark = pytest.mark.dbt
 TOPIC = "pg.public.items"
 
 
-def message(lsn, op, key, before=None, after=None, offset=None, headers=None):
+def message(lsn, op, key, before=None, after=None, offset=None, headers=None, ts_ms=None):
+    """A kcat record of a Debezium PostgreSQL change at ``lsn`` (committed at ``ts_ms``)."""
     value = {
         "before": before,
         "after": after,
@@ -29,7 +30,7 @@ def message(lsn, op, key, before=None, after=None, offset=None, headers=None):
             "schema": "public",
             "table": "items",
             "lsn": lsn,
-            "ts_ms": 1_700_000_000_000 + lsn,
+            "ts_ms": 1_700_000_000_000 + lsn if ts_ms is None else ts_ms,
             "txId": lsn,
         },
     }
