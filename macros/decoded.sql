@@ -2,10 +2,16 @@
     purpose: the body of a feed's decoded model: each new landed record through the decode UDF,
     once, persisted with its lineage and the run's batch id.
 
-    New means: a landed file (path and size) that no committed batch of this model has read.
-    Files are pruned by their metadata before any is opened, so a run reads only new files; a
-    file landed late (whatever its timestamps) is new; a file landed again under the same name
-    and size is not; a file that grew is read again (its records are deduplicated downstream).
+    New means: a landed file (path and size) that no committed batch of this model has tried.
+    The new files are listed (names and sizes, no contents) when the model compiles, and the
+    run reads exactly those: a file landed late (whatever its timestamps) is new; a file landed
+    again under the same name and size is not; a file that grew is read again (its records are
+    deduplicated downstream); a file landing while the run reads waits for the next run.
+
+    Every file tried gets one marker row (landed_line null) beside its lines. A file that could
+    not be read (a .json.gz cut short by a writer that died, or still being written) has a
+    marker and no lines: staging quarantines it with the reason; it is tried again when its
+    size changes. A line that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
     {#- the raw table's file listing is cached per session: see files landed since -#}
@@ -14,54 +20,117 @@
         {#- parse time: the graph is not built yet; only declare the dependency -#}
         {{ return('select * from ' ~ source('landing', feed)) }}
     {%- endif -%}
-    {%- set meta = _changelake_feed_meta(_changelake_landing_source(feed)) -%}
-    {{ return(adapter.dispatch('changelake_decoded', 'changelake')(feed, meta)) }}
+    {%- set node = _changelake_landing_source(feed) -%}
+    {%- set meta = _changelake_feed_meta(node) -%}
+    {%- set files = _changelake_new_files(node) -%}
+    {{ return(adapter.dispatch('changelake_decoded', 'changelake')(feed, meta, files)) }}
 {% endmacro %}
 
-{# purpose: "path#size" of every file a committed batch of this model has read #}
-{% macro _changelake_processed_files() %}
-    {%- if not execute -%}
-        {{ return([]) }}
-    {%- endif -%}
+{#
+    purpose: the landed files of the feed of `node` that no committed batch of this model has
+    tried, as [path, size, modification time in epoch microseconds]; listed before the raw
+    table is refreshed (a pre-hook), so the raw table's read sees every one of them
+#}
+{% macro _changelake_new_files(node) %}
+    {%- set listing = _changelake_file_listing(node) -%}
+    {%- do run_query('refresh table ' ~ listing) -%}
     {%- set query -%}
-        select distinct concat(decoded.landed_file, '#', decoded.landed_file_size) as file_id
-        from {{ this }} as decoded
-        where {{ changelake_committed('decoded', this.identifier) }}
+        select
+            listed.landed_file,
+            listed.landed_file_size,
+            unix_micros(listed.landed_at) as landed_at_micros
+        from (
+            select
+                _metadata.file_path as landed_file,
+                _metadata.file_size as landed_file_size,
+                _metadata.file_modification_time as landed_at
+            from {{ listing }}
+        ) as listed
+        {%- if is_incremental() %}
+        left anti join (
+            select distinct
+                decoded.landed_file,
+                decoded.landed_file_size
+            from {{ this }} as decoded
+            where {{ changelake_committed('decoded', this.identifier) }}
+        ) as tried
+            on listed.landed_file = tried.landed_file and listed.landed_file_size = tried.landed_file_size
+        {%- endif %}
+        order by listed.landed_file
     {%- endset -%}
-    {{ return(run_query(query).columns[0].values()) }}
+    {{ return(run_query(query).rows | map('list') | list) }}
 {% endmacro %}
 
-{% macro default__changelake_decoded(feed, meta) %}
-    {%- set processed = _changelake_processed_files() if is_incremental() else [] -%}
+{# purpose: columns of a landed file from its path: the Kafka Connect sink name's parts #}
+{% macro _changelake_sink_columns(meta, path_sql) %}
     {#- <topic>+<partition>+<startOffset>.json[.gz]: the Kafka Connect sink file name -#}
     {%- set sink_name = "([^/]+)[+]([0-9]+)[+]([0-9]+)[.]json([.]gz)?$" -%}
-with
-
-landed_files as (
-    select
-        value as file_text,
-        _metadata.file_path as landed_file,
-        _metadata.file_size as landed_file_size,
-        _metadata.file_modification_time as landed_at,
         {%- if meta.shape == 'kcat' %}
         false as is_sink_file,
         {%- elif meta.shape == 'connect' %}
         true as is_sink_file,
         {%- else %}
-        _metadata.file_path rlike '{{ sink_name }}' as is_sink_file,
+        {{ path_sql }} rlike '{{ sink_name }}' as is_sink_file,
         {%- endif %}
+        regexp_extract({{ path_sql }}, '{{ sink_name }}', 1) as sink_topic,
+        cast(nullif(regexp_extract({{ path_sql }}, '{{ sink_name }}', 2), '') as int) as sink_partition,
+        cast(nullif(regexp_extract({{ path_sql }}, '{{ sink_name }}', 3), '') as bigint) as sink_start_offset
+{% endmacro %}
+
+{% macro default__changelake_decoded(feed, meta, files) %}
+    {%- set auto_hint = (
+        ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>.json[.gz])'
+        if meta.shape == 'auto' else '') -%}
+with
+
+-- the files this run tries (listed when the model compiled)
+new_files as (
+    {%- if files %}
+    select
+        landed_file,
+        landed_file_size,
+        timestamp_micros(landed_at_micros) as landed_at,
         -- Kafka Connect sink file: topic, partition and start offset from the name, once a file
-        regexp_extract(_metadata.file_path, '{{ sink_name }}', 1) as sink_topic,
-        cast(nullif(regexp_extract(_metadata.file_path, '{{ sink_name }}', 2), '') as int) as sink_partition,
-        cast(nullif(regexp_extract(_metadata.file_path, '{{ sink_name }}', 3), '') as bigint) as sink_start_offset
-    from {{ source('landing', feed) }}
-    {%- if processed %}
-    where concat(_metadata.file_path, '#', _metadata.file_size) not in (
-        {%- for file_id in processed %}
-        {{ _changelake_literal(file_id) }}{{ "," if not loop.last }}
+        {{ _changelake_sink_columns(meta, 'landed_file') }}
+    from values
+        {%- for file in files %}
+        ({{ _changelake_literal(file[0]) }}, {{ file[1] }}L, {{ file[2] }}L){{ "," if not loop.last }}
         {%- endfor %}
-    )
+        as listed (landed_file, landed_file_size, landed_at_micros)
+    {%- else %}
+    select
+        cast(null as string) as landed_file,
+        cast(null as bigint) as landed_file_size,
+        cast(null as timestamp) as landed_at,
+        {{ _changelake_sink_columns(meta, 'cast(null as string)') }}
+    where false
     {%- endif %}
+),
+
+-- their text; a file that cannot be read is skipped (the raw table's ignoreCorruptFiles)
+landed_files as (
+    select
+        new_files.*,
+        landed.file_text,
+        is_valid_utf8(landed.file_text) as is_utf8
+    from (
+        select
+            value as file_text,
+            _metadata.file_path as landed_file,
+            _metadata.file_size as landed_file_size
+        from {{ source('landing', feed) }}
+        {%- if files %}
+        where concat(_metadata.file_path, '#', _metadata.file_size) in (
+            {%- for file in files %}
+            {{ _changelake_literal(file[0] ~ '#' ~ file[1]) }}{{ "," if not loop.last }}
+            {%- endfor %}
+        )
+        {%- else %}
+        where false
+        {%- endif %}
+    ) as landed
+    inner join new_files
+        on landed.landed_file = new_files.landed_file and landed.landed_file_size = new_files.landed_file_size
 ),
 
 landed_lines as (
@@ -75,10 +144,32 @@ landed_lines as (
         landed_files.sink_partition,
         landed_files.sink_start_offset,
         -- Windows line ends
-        rtrim('\r', lines.line) as raw_record
+        rtrim('\r', lines.line) as raw_record,
+        -- split() decodes the text, so an invalid byte arrives as U+FFFD: in a file that is not
+        -- valid UTF-8, a line holding U+FFFD is the line with the bad bytes
+        case
+            when not landed_files.is_utf8 and contains(lines.line, '\ufffd')
+                then 'line is not valid UTF-8 (the raw record shows each invalid byte as U+FFFD)'
+        end as line_error
     from landed_files
     lateral view posexplode(split(landed_files.file_text, '\n')) lines as line_index, line
     where rtrim('\r', lines.line) != ''
+
+    union all
+
+    -- one marker a file tried, readable or not
+    select
+        landed_file,
+        landed_file_size,
+        landed_at,
+        cast(null as int) as landed_line,
+        is_sink_file,
+        sink_topic,
+        sink_partition,
+        sink_start_offset,
+        cast(null as string) as raw_record,
+        cast(null as string) as line_error
+    from new_files
 ),
 
 kafka_records as (
@@ -89,9 +180,10 @@ kafka_records as (
         landed_line,
         raw_record,
         is_sink_file,
+        line_error,
         -- kcat -C -J: one Kafka record as JSON a line
         case
-            when not is_sink_file
+            when not is_sink_file and line_error is null
                 then from_json(
                     raw_record,
                     'topic string, partition int, offset bigint, ts bigint, headers array<string>, '
@@ -110,12 +202,17 @@ checked as (
     select
         *,
         case
+            -- a file's marker is no record
+            when landed_line is null
+                then null
+            when line_error is not null
+                then line_error
             when is_sink_file and sink_start_offset is null
                 then 'connect sink file name is not <topic>+<partition>+<startOffset>.json[.gz]'
             when not is_sink_file and (kcat is null or kcat._corrupt_record is not null)
-                then 'malformed kcat JSON line'
+                then 'malformed kcat JSON line{{ auto_hint }}'
             when not is_sink_file and (kcat.topic is null or kcat.offset is null)
-                then 'kcat record without topic or offset'
+                then 'kcat record without topic or offset{{ auto_hint }}'
         end as landing_error
     from kafka_records
 ),
@@ -142,7 +239,7 @@ decoded as (
     select
         *,
         case
-            when landing_error is null
+            when landing_error is null and landed_line is not null
                 then changelake_decode(
                     {{ _changelake_literal(meta.envelope_format) }}, kafka_key, kafka_value, kafka_headers
                 )

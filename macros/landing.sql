@@ -1,23 +1,71 @@
-{# purpose: create the run ledgers and the raw table of every feed declared in the `landing` source #}
+{#
+    purpose: create the run ledgers, and the raw table and file listing of every feed declared
+    in the `landing` source. A feed's tables are created again when their DDL changed (its
+    folder, glob or options): the DDL each was created with is recorded in
+    changelake_landing_tables, so a configuration change takes effect on the next run. A run
+    killed between the drop and the record finds the DDL unrecorded and creates it again.
+#}
 {% macro changelake_register_landing() %}
     {%- if execute -%}
         {%- do run_query('create schema if not exists ' ~ target.schema) -%}
         {%- for model in _changelake_incremental_models() -%}
             {%- do run_query(_changelake_ledger_ddl(model)) -%}
         {%- endfor -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- do run_query(_changelake_landing_ddl(node, var('landing_root'))) -%}
+        {%- set recorded_in = target.schema ~ '.changelake_landing_tables' -%}
+        {%- do run_query('create table if not exists ' ~ recorded_in
+            ~ ' (table_name string, ddl string, recorded_at timestamp) using parquet') -%}
+        {%- set recorded = {} -%}
+        {%- for row in run_query('select table_name, max_by(ddl, recorded_at) from ' ~ recorded_in
+            ~ ' group by table_name') -%}
+            {%- do recorded.update({row[0]: row[1]}) -%}
         {%- endfor -%}
+        {%- set changed = [] -%}
+        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+            {%- for relation, ddl in _changelake_landing_ddl(node, var('landing_root')).items() -%}
+                {%- if recorded.get(relation) != ddl -%}
+                    {%- do run_query('drop table if exists ' ~ relation) -%}
+                    {%- do run_query(ddl) -%}
+                    {%- do changed.append('(' ~ _changelake_literal(relation) ~ ', '
+                        ~ _changelake_literal(ddl) ~ ', current_timestamp())') -%}
+                {%- endif -%}
+            {%- endfor -%}
+        {%- endfor -%}
+        {%- if changed -%}
+            {%- do run_query('insert into ' ~ recorded_in ~ ' values ' ~ changed | join(', ')) -%}
+        {%- endif -%}
     {%- endif -%}
 {% endmacro %}
 
-{# purpose: DDL for one feed's raw table: an external text table, one row per landed file #}
+{#
+    purpose: DDL of one feed's tables, by relation: the raw table, an external text table with
+    one row per readable landed file (a file that cannot be read, like a cut .json.gz, is
+    skipped, not fatal), and the file listing, every landed file's path and size (contents
+    are not read), which tells the unreadable files apart.
+#}
 {% macro _changelake_landing_ddl(node, root) %}
     {%- set meta = _changelake_feed_meta(node) -%}
-    create table if not exists {{ node.schema }}.{{ node.identifier }} (value string)
-    using text
-    options (wholetext 'true', recursiveFileLookup 'true', pathGlobFilter {{ _changelake_literal(meta.glob) }})
-    location {{ _changelake_literal(root ~ '/' ~ meta.path) }}
+    {%- set location = _changelake_literal(root ~ '/' ~ meta.path) -%}
+    {%- set options -%}
+        recursiveFileLookup 'true', pathGlobFilter {{ _changelake_literal(meta.glob) }}
+    {%- endset -%}
+    {%- set raw -%}
+        create table if not exists {{ node.schema }}.{{ node.identifier }} (value string)
+        using text
+        options (wholetext 'true', ignoreCorruptFiles 'true', ignoreMissingFiles 'true', {{ options }})
+        location {{ location }}
+    {%- endset -%}
+    {%- set listing -%}
+        create table if not exists {{ _changelake_file_listing(node) }}
+        using binaryFile
+        options ({{ options }})
+        location {{ location }}
+    {%- endset -%}
+    {{ return({node.schema ~ '.' ~ node.identifier: raw, _changelake_file_listing(node): listing}) }}
+{% endmacro %}
+
+{# purpose: the relation listing a feed's landed files (path, size, modification time) #}
+{% macro _changelake_file_listing(node) %}
+    {{ return(node.schema ~ '.' ~ node.identifier ~ '__files') }}
 {% endmacro %}
 
 {# purpose: a feed's meta with defaults, validated; fails at compile time naming what is wrong #}

@@ -13,8 +13,32 @@
 with
 
 decoded_records as (
-    select * from {{ decoded }} as decoded
-    where {{ changelake_committed('decoded', decoded.identifier) }}
+    select
+        decoded.*,
+        cast(null as string) as file_error
+    from {{ decoded }} as decoded
+    where
+        {{ changelake_committed('decoded', decoded.identifier) }}
+        and decoded.landed_line is not null
+
+    union all
+
+    -- a file tried (its marker row) that gave no line could not be read: one quarantined record
+    select
+        markers.*,
+        'landed file could not be read, or holds no record: a compressed stream cut short or '
+        || 'corrupt (a writer that died, or a file still being written), no permission to read '
+        || 'it, or no non-empty line; it is tried again when its size changes' as file_error
+    from {{ decoded }} as markers
+    left anti join {{ decoded }} as lines
+        on
+            lines.batch_id = markers.batch_id
+            and lines.landed_file = markers.landed_file
+            and lines.landed_file_size = markers.landed_file_size
+            and lines.landed_line is not null
+    where
+        {{ changelake_committed('markers', decoded.identifier) }}
+        and markers.landed_line is null
 ),
 
 keyed as (
@@ -56,7 +80,7 @@ typed as (
         ddl,
         message_prefix,
         message_content,
-        error_reason,
+        coalesce(error_reason, file_error) as error_reason,
         failed_raw_record,
         -- timestamps
         committed_at,

@@ -21,6 +21,9 @@ records as (
         count_if(kind = 'message' and error_reason is null) as messages,
         count(distinct case when error_reason is not null then concat(landed_file, '#', landed_line) end)
             as records_quarantined,
+        -- a file that could not be read is one quarantined row without a line
+        count(distinct case when landed_line is null then landed_file end)
+            as files_unreadable,
         max(case when kind = 'heartbeat' then coalesce(committed_at, captured_at) end) as last_heartbeat_at,
         max(committed_at) as last_committed_at,
         max(landed_at) as last_landed_at,
@@ -68,6 +71,7 @@ final as (
         coalesce(records.transaction_markers, 0) as transaction_markers,
         coalesce(records.messages, 0) as messages,
         coalesce(records.records_quarantined, 0) as records_quarantined,
+        coalesce(records.files_unreadable, 0) as files_unreadable,
         coalesce(logged.changes_logged, 0) as changes_logged,
         -- how far behind the source the feed is, by its newest commit or heartbeat
         timestampdiff(

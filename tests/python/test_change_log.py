@@ -334,7 +334,12 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
         f"select feed, error_reason, raw_record from {s}.cdc_quarantine"
     ).collect()
     assert [(q.feed, q.error_reason, q.raw_record) for q in quarantine] == [
-        ("pg_inventory", "malformed kcat JSON line", "{not a kcat record")
+        (
+            "pg_inventory",
+            "malformed kcat JSON line (read as kcat lines: the file name is not "
+            "<topic>+<partition>+<startOffset>.json[.gz])",
+            "{not a kcat record",
+        )
     ]
     ddl = spark.sql(f"select feed, ddl_kind, ddl_text from {s}.cdc_schema_changes").collect()
     # a schema change delivered twice counts once

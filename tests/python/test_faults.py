@@ -218,3 +218,113 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
     assert as_of(t1 + 1) == {**{(f, 1): "one" for f in feeds}, **{(f, 2): "snap" for f in feeds}}
     assert as_of(t2) == {(f, k): v for f in feeds for k, v in ((1, "one"), (2, "two"))}
+
+
+def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, tmp_path):
+    """Files a dying writer leaves, beside good ones, in both landing shapes: a Connect sink
+    .json.gz cut in half, one that is not gzip at all, a zero-byte sink file, a kcat file with a
+    line of invalid UTF-8 and no final newline, and a file whose name is not a sink name. The
+    build succeeds and balances its accounting; each damaged file is one quarantined row (a null
+    landed_line) and a count in cdc_feed_health; the bad line is quarantined with its reason;
+    the good files give the generator's expected state. When the cut file is rewritten whole
+    (its size changes), the next build reads it."""
+    from python_udfs.generator import batch_folders, compare, generate
+
+    feeds = ["sqlserver_inventory", "canal_inventory"]
+    summary = generate(tmp_path / "generated", events=400, keys=10, batches=1, seed=5, feeds=feeds)
+    (batch,) = batch_folders(tmp_path / "generated")
+    # (a name starting with "_" or "." is hidden from Spark's file listing: not a landed file)
+    sink_files = sorted(
+        f for f in (batch / "sqlserver_inventory").iterdir() if not f.name.startswith(("_", "."))
+    )
+    kcat_files = sorted((batch / "canal_inventory").iterdir())
+    assert sink_files
+    assert all(SINK_NAME.match(f.name) for f in sink_files)
+    for feed in feeds:
+        for file in sorted((batch / feed).iterdir()):
+            dbt.land(feed, file)
+
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    whole = sink_files[0].read_bytes()
+    topic = SINK_NAME.match(sink_files[0].name).group(1)
+    cut = damaged / f"{topic}+0+900000.json.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    not_gzip = damaged / f"{topic}+1+900000.json.gz"
+    not_gzip.write_bytes(b"this is not a gzip stream\n")
+    empty = damaged / f"{topic}+0+950000.json.gz"
+    empty.write_bytes(b"")
+    not_a_sink_name = damaged / "part-0001.json"
+    not_a_sink_name.write_text('{"id": 1}\n')
+    for file in (cut, not_gzip, empty, not_a_sink_name):
+        dbt.land("sqlserver_inventory", file)
+
+    kcat_lines = kcat_files[0].read_bytes().splitlines()
+    bad_line = b'{"topic": "x", "partition": 0, "offset": 1, "payload": "\xff\xfe"}'
+    no_final_newline = damaged / "canal-tail.json"
+    no_final_newline.write_bytes(bad_line + b"\n" + kcat_lines[0])
+    dbt.land("canal_inventory", no_final_newline)
+
+    dbt("build")
+    s = dbt.schema
+    assert [r for r in compare(spark, s, summary) if not r["matched"]] == []
+
+    quarantined = spark.sql(
+        f"select landed_file, landed_line, error_reason, raw_record from {s}.cdc_quarantine"
+    ).collect()
+    by_file = {}
+    for r in quarantined:
+        by_file.setdefault(r.landed_file.rsplit("/", 1)[-1], []).append(r)
+    for name in (cut.name, not_gzip.name):
+        (row,) = by_file[name]
+        assert row.landed_line is None
+        assert row.error_reason.startswith("landed file could not be read")
+    assert empty.name not in by_file  # a zero-byte file holds no record: not listed, not tried
+    (misnamed,) = by_file[not_a_sink_name.name]
+    assert misnamed.error_reason.startswith("kcat record without topic or offset (read as kcat")
+    (bad,) = by_file[no_final_newline.name]
+    assert bad.landed_line == 0
+    assert bad.error_reason.startswith("line is not valid UTF-8")
+    assert "\ufffd" in bad.raw_record
+    # the last line, without a final newline, is a record like any other
+    tail = spark.sql(
+        f"select landed_line, kind, error_reason from {s}.decoded_canal_inventory "
+        f"where landed_file like '%{no_final_newline.name}' and landed_line = 1"
+    ).collect()
+    assert tail
+    assert {(r.kind, r.error_reason) for r in tail} <= {("row", None), ("ddl", None)}
+    health = {
+        r.feed: r
+        for r in spark.sql(
+            f"select feed, files_unreadable, records_quarantined from {s}.cdc_feed_health"
+        ).collect()
+    }
+    assert health["sqlserver_inventory"].files_unreadable == 2
+    assert health["canal_inventory"].files_unreadable == 0
+
+    # the writer finishes the cut file: a new size, read on the next build
+    (tmp_path / "landing" / "sqlserver_inventory" / cut.name).write_bytes(whole)
+    dbt("build")
+    lines = spark.sql(
+        f"select count(*) from {s}.decoded_sqlserver_inventory "
+        f"where landed_file like '%{cut.name}' and landed_line is not null"
+    ).first()[0]
+    assert lines == len(gzip.decompress(whole).decode().splitlines())
+    assert [r for r in compare(spark, s, summary) if not r["matched"]] == []
+
+    # a configuration change takes effect on the next run: here the landing root moves, and
+    # every feed's raw table and listing are created again over the new folders
+    dbt.landing_root = tmp_path / "moved"
+    dbt.land("sqlserver_inventory", sink_files[0])
+    dbt("run", "--select", "decoded_sqlserver_inventory")
+    (location,) = [
+        r.data_type
+        for r in spark.sql(f"describe table extended {s}.raw_sqlserver_inventory").collect()
+        if r.col_name == "Location"
+    ]
+    assert location.endswith("/moved/sqlserver_inventory")
+    moved = spark.sql(
+        f"select count(*) from {s}.decoded_sqlserver_inventory "
+        f"where landed_file like '%/moved/sqlserver_inventory/{sink_files[0].name}'"
+    ).first()[0]
+    assert moved == 1 + len(gzip.decompress(sink_files[0].read_bytes()).decode().splitlines())
