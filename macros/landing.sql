@@ -84,12 +84,20 @@
             "landing feed '" ~ node.name ~ "': meta.shape must be kcat, connect or auto (got '"
             ~ shape ~ "')") }}
     {%- endif -%}
+    {%- set key_columns = meta.get('key_columns', {}) -%}
+    {%- if not key_columns and (envelope_format.split(';')[0] == 'tencent' or shape == 'connect') -%}
+        {{ exceptions.raise_compiler_error(
+            "landing feed '" ~ node.name ~ "': meta.key_columns is required ("
+            ~ ("Tencent messages carry no key" if envelope_format.split(';')[0] == 'tencent'
+               else "Kafka Connect sink files keep no Kafka key")
+            ~ "): list each table's key columns, e.g. key_columns: {inventory.customers: [id]}") }}
+    {%- endif -%}
     {{ return({
         'envelope_format': envelope_format,
         'shape': shape,
         'path': meta.get('path', node.name),
         'glob': meta.get('glob', '*'),
-        'key_columns': meta.get('key_columns', {}),
+        'key_columns': key_columns,
     }) }}
 {% endmacro %}
 
@@ -116,4 +124,19 @@
     {%- else -%}
         select cast(null as string) as feed where false
     {%- endif -%}
+{% endmacro %}
+
+{# purpose: a select of (feed, files_listed): the files in each declared feed's folder now #}
+{% macro changelake_listed_files() %}
+    {%- set selects = [] -%}
+    {%- if execute -%}
+        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+            {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, count(*) as files_listed from '
+                ~ _changelake_file_listing(node)) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- if not selects -%}
+        {%- do selects.append('select cast(null as string) as feed, 0 as files_listed where false') -%}
+    {%- endif -%}
+    {{ return(selects | join('\nunion all\n')) }}
 {% endmacro %}

@@ -43,6 +43,11 @@ feeds as (
     select feed from records
 ),
 
+-- the files in each feed's folder now (zero: the folder is empty or missing)
+listed as (
+    {{ changelake_listed_files() }}
+),
+
 logged as (
     select
         feed,
@@ -72,6 +77,7 @@ final as (
         coalesce(records.messages, 0) as messages,
         coalesce(records.records_quarantined, 0) as records_quarantined,
         coalesce(records.files_unreadable, 0) as files_unreadable,
+        coalesce(listed.files_listed, 0) as files_listed,
         coalesce(logged.changes_logged, 0) as changes_logged,
         -- how far behind the source the feed is, by its newest commit or heartbeat
         timestampdiff(
@@ -80,6 +86,7 @@ final as (
     from feeds
     left join records on feeds.feed = records.feed
     left join logged on feeds.feed = logged.feed
+    left join listed on feeds.feed = listed.feed
 )
 
 select * from final
