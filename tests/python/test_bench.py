@@ -44,6 +44,12 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
     assert "| `dbt build` with nothing new, seconds (warm session) | < 10 |" in text
+    # every decoder goal has its row, measured or saying why not
+    assert "| UDF / native, Debezium PostgreSQL with schemas | <= 1.00 |" in text
+    assert "| slowest feed's decode, records/s (" in text
+    assert "| full refresh at 3,000 changes, changes/s | >= 20,000 |" in text
+    assert "| UDF / native, schemaless Debezium | <= 1.00 | not measured |" in text
+    assert "| a 1 GB landed file" in text
 
 
 def test_native_decode_gives_the_udf_values(spark, tmp_path):
