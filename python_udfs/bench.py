@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs import generator, runtime
+from python_udfs.generator.world import ADDED_COLUMN, TABLES
 
 KCAT_SCHEMA = (
     "struct<topic: string, partition: int, offset: bigint, headers: array<string>, "
@@ -149,9 +150,9 @@ def _native_column(column: str, kind: str) -> str:
 def native_debezium_sql(lines: str) -> str:
     """The native Spark SQL decode of the generated PostgreSQL feed, over view ``lines``."""
     columns: dict[str, str] = {}
-    for spec in generator.TABLES.values():
+    for spec in TABLES.values():
         columns.update(dict(spec["columns"]))
-    _, column, kind = generator.ADDED_COLUMN
+    _, column, kind = ADDED_COLUMN
     columns[column] = kind
     row = ", ".join(f"`{c}`: {_native_type(k)}" for c, k in columns.items())
     value_schema = (
@@ -258,7 +259,7 @@ def _environment(**values: str) -> Iterator[None]:
 
 
 def _dbt(*args: str) -> Any:
-    from python_udfs.cli import run_dbt
+    from python_udfs.project import run_dbt
 
     code, result = run_dbt(list(args))
     if code != 0:
@@ -297,7 +298,7 @@ def generate(out: Path, **options: Any) -> dict[str, Any]:
 
 def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str, Any]:
     """Build everything over ``events`` changes (99% then 1%), then refresh fully; time it."""
-    from python_udfs.cli import land_files
+    from python_udfs.project import land_files
 
     data = work / f"data-{label}"
     summary = generate(
@@ -358,7 +359,7 @@ def read_seconds(spark: Any, sql: str, rounds: int = 3) -> float:
 
 
 def _land_batches(batches: list[Path], landing: Path) -> None:
-    from python_udfs.cli import land_files
+    from python_udfs.project import land_files
 
     home = runtime.project_dir()
     for batch in batches:
@@ -718,7 +719,7 @@ def main(argv: list[str]) -> int:
     )
     opts = parser.parse_args(argv)
     events = 10_000_000 if opts.large else opts.events
-    from python_udfs.cli import RUNTIME
+    from python_udfs.project import RUNTIME
 
     home = runtime.project_dir()
     os.environ.setdefault("CHANGELAKE_HOME", str(home))

@@ -26,106 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from python_udfs import runtime
-
-# dbt commands that never touch the warehouse: no Spark session, no lock.
-NO_SPARK_COMMANDS = {"parse", "ls", "list", "clean", "deps", "init", "--version", "--help", "-h"}
-
-
-def _option(args: Sequence[str], *names: str) -> str | None:
-    """The value of a dbt option given as ``--name value`` or ``--name=value``; last one wins."""
-    found = None
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                found = args[i + 1]
-            elif arg.startswith(name + "="):
-                found = arg.split("=", 1)[1]
-    return found
-
-
-def _subcommand(args: Sequence[str]) -> str | None:
-    return next((a for a in args if not a.startswith("-") or a in NO_SPARK_COMMANDS), None)
-
-
-class Runtime:
-    """One process's Spark session, metastore lock and dbt runner, reused across dbt calls."""
-
-    def __init__(self) -> None:
-        self.session: Any = None
-        self.lock: runtime.MetastoreLock | None = None
-
-    def start(self, home: Path, profiles_dir: Path, target_name: str | None) -> Any:
-        if self.session is not None:
-            return self.session
-        os.environ["CHANGELAKE_STATE_DIR"] = str(runtime.state_dir(home))
-        target = runtime.load_target(profiles_dir, target_name)
-        if target.uses_embedded_metastore:
-            self.lock = runtime.MetastoreLock(runtime.state_dir(home))
-            self.lock.acquire()
-        self.session = runtime.spark_session(target, home)
-        if self.lock is not None:
-            for folder in runtime.remove_killed_write_folders(self.session, target.schema):
-                runtime.log(f"removed the remains of a killed write: {folder}")
-        from python_udfs import register_udfs
-
-        names = register_udfs(self.session)
-        facts = runtime.describe(self.session)
-        runtime.log(
-            f"Spark {facts['version']} target '{target.name}' master {facts['master']}; "
-            f"registered UDFs: {', '.join(names)}"
-        )
-        return self.session
-
-    def stop(self) -> None:
-        if self.session is not None:
-            self.session.stop()
-            self.session = None
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
-
-
-RUNTIME = Runtime()
-
-
-def with_defaults(args: Sequence[str], home: Path) -> list[str]:
-    """Add ``--project-dir``/``--profiles-dir`` pointing at this project when not given."""
-    out = list(args)
-    sub = _subcommand(out)
-    if sub in (None, "--version", "--help", "-h", "init"):
-        return out
-    if _option(out, "--project-dir") is None and not os.environ.get("DBT_PROJECT_DIR"):
-        out += ["--project-dir", str(home)]
-    if _option(out, "--profiles-dir") is None and not os.environ.get("DBT_PROFILES_DIR"):
-        out += ["--profiles-dir", str(home / "profiles")]
-    return out
-
-
-def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
-    """Run one dbt command in-process on the shared session; return (exit code, dbt result)."""
-    from dbt.cli.main import dbtRunner
-
-    project = _option(args, "--project-dir") or os.environ.get("DBT_PROJECT_DIR")
-    home = Path(project).resolve() if project else runtime.project_dir()
-    os.environ["CHANGELAKE_HOME"] = str(home)
-    full = with_defaults(args, home)
-    if _subcommand(full) not in NO_SPARK_COMMANDS:
-        profiles = _option(full, "--profiles-dir") or os.environ["DBT_PROFILES_DIR"]
-        target = _option(full, "--target", "-t") or os.environ.get("DBT_TARGET")
-        RUNTIME.start(home, Path(profiles), target)
-    result = dbtRunner().invoke(full)
-    if result.exception is not None:
-        # dbt's own CLI prints usage errors and crashes; in-process they come back as objects.
-        runtime.log(f"dbt: {type(result.exception).__name__}: {result.exception}")
-        return 2, result
-    return (0 if result.success else 1), result
+from python_udfs.project import RUNTIME, land_files, landing_root, run_dbt
 
 
 def _summarise(result: Any) -> list[tuple[str, str, str]]:
@@ -135,54 +42,6 @@ def _summarise(result: Any) -> list[tuple[str, str, str]]:
         node = node_result.node
         rows.append((node.resource_type, node.name, str(node_result.status)))
     return rows
-
-
-SOURCES_YML = Path("models") / "staging" / "landing" / "_landing__sources.yml"
-
-
-def feed_paths(home: Path) -> dict[str, str]:
-    """Feed name -> folder under the landing root, from the `landing` source's configuration."""
-    import yaml
-
-    doc = yaml.safe_load((home / SOURCES_YML).read_text())
-    source = next(s for s in doc["sources"] if s["name"] == "landing")
-    return {t["name"]: (t.get("meta") or {}).get("path", t["name"]) for t in source["tables"]}
-
-
-def landing_root(home: Path) -> str:
-    return os.environ.get("CHANGELAKE_LANDING_ROOT") or str(runtime.state_dir(home) / "landing")
-
-
-def land_files(feed: str, sources: Sequence[Path], root: str, home: Path) -> list[Path]:
-    """Copy ``sources`` (files, or folders of files) into ``feed``'s folder under ``root``."""
-    paths = feed_paths(home)
-    if feed not in paths:
-        raise runtime.ChangeLakeError(
-            f"no feed {feed!r} in {SOURCES_YML}; feeds: {', '.join(sorted(paths))}"
-        )
-    if "://" in root and not root.startswith("file://"):
-        raise runtime.ChangeLakeError(
-            f"`changelake land` copies to local folders; {root} is landed by its producers"
-        )
-    dest = Path(root.removeprefix("file://")) / paths[feed]
-    dest.mkdir(parents=True, exist_ok=True)
-    files = []
-    for source in sources:
-        if source.is_dir():
-            files += sorted(p for p in source.rglob("*") if p.is_file())
-        elif source.is_file():
-            files.append(source)
-        else:
-            raise runtime.ChangeLakeError(f"nothing to land at {source}")
-    landed = []
-    for file in files:
-        target = dest / file.name
-        # Spark ignores files whose names start with '.': the copy is invisible until renamed
-        hidden = dest / f".{file.name}.landing"
-        shutil.copy2(file, hidden)
-        os.replace(hidden, target)
-        landed.append(target)
-    return landed
 
 
 def land(argv: Sequence[str]) -> int:

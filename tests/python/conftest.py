@@ -29,7 +29,7 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(state_dir: Path) -> Iterator[Any]:
     """The embedded SparkSession, started once by the changelake runtime, UDFs registered."""
-    from python_udfs.cli import RUNTIME
+    from python_udfs.project import RUNTIME
 
     os.environ["CHANGELAKE_HOME"] = str(PROJECT)
     os.environ["CHANGELAKE_STATE_DIR"] = str(state_dir)
@@ -47,7 +47,7 @@ class Dbt:
         self.schema = schema
 
     def __call__(self, *args: str) -> Any:
-        from python_udfs.cli import run_dbt
+        from python_udfs.project import run_dbt
 
         os.environ["CHANGELAKE_LANDING_ROOT"] = str(self.landing_root)
         os.environ["CHANGELAKE_SCHEMA"] = self.schema

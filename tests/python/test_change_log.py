@@ -466,7 +466,7 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
 
 
 def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
-    from python_udfs.cli import run_dbt
+    from python_udfs.project import run_dbt
 
     path = write(
         tmp_path / "pg-0-0.jsonl",
@@ -502,7 +502,7 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
 
 def test_land_command_copies_atomically_and_rejects_unknown_feeds(tmp_path):
     from python_udfs import runtime
-    from python_udfs.cli import land_files
+    from python_udfs.project import land_files
 
     source = write(tmp_path / "in" / "a.jsonl", ["x"])
     root = tmp_path / "root"

@@ -20,7 +20,7 @@ def test_layout_docs_are_generated_from_the_layout():
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory):
-    from python_udfs.cli import run_dbt
+    from python_udfs.project import run_dbt
 
     target = tmp_path_factory.mktemp("parse")
     code, _ = run_dbt(["parse", "--target-path", str(target)])

@@ -65,7 +65,7 @@ def test_demo_feeds_build_end_to_end(dbt, spark, tmp_path):
 
     # a second run with nothing new changes nothing
     # the docs site builds, with the catalog of every public model
-    from python_udfs.cli import run_dbt
+    from python_udfs.project import run_dbt
 
     docs_target = tmp_path / "docs"
     code, _ = run_dbt(["docs", "generate", "--target-path", str(docs_target)])

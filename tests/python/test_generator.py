@@ -192,9 +192,9 @@ def test_streams_hold_what_production_holds(generated):
 
 
 def test_files_roll_at_the_flush_size_and_still_fold_to_the_expected_state(tmp_path, monkeypatch):
-    from python_udfs import generator
+    from python_udfs.generator import landing
 
-    monkeypatch.setattr(generator, "FILE_RECORDS", 37)
+    monkeypatch.setattr(landing, "FILE_RECORDS", 37)
     summary = generate(tmp_path, events=3_000, keys=20, batches=2, seed=3)
     sizes = [len(p.read_text().splitlines()) for p in tmp_path.glob("batch-*/*/*.jsonl")]
     assert max(sizes) == 37

@@ -89,7 +89,7 @@ def unlisted_feed(doc: dict) -> None:
     ids=lambda v: v.__name__ if callable(v) else "",
 )
 def test_a_configuration_mistake_is_one_line_naming_it(spark, tmp_path, edit, model, message):
-    from python_udfs.cli import run_dbt
+    from python_udfs.project import run_dbt
 
     copy = tmp_path / "project"
     shutil.copytree(
