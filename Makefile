@@ -3,13 +3,14 @@
 #   make test   the whole test suite, as CI runs it: pytest, sqlfluff, ruff
 #   make bench  the benchmark at 1M changes (BENCH_ARGS="--large" for 10M), tables into README.md
 #   make setup  only create/refresh the virtual environment
+#   make browser  install Debian's chromium for the docs-site test, when missing (root + apt-get)
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo bench test lint pytest clean
+.PHONY: setup browser demo bench test lint pytest clean
 
 BENCH_ARGS ?=
 
@@ -20,6 +21,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "chromium is missing and cannot be installed here (apt-get as root): the docs-site browser test will skip"; \
+	  fi; }
 
 demo: setup
 	$(BIN)/changelake demo
@@ -35,7 +44,7 @@ lint: setup
 	$(BIN)/ruff format --check python_udfs tests
 	$(BIN)/sqlfluff lint models tests
 
-test: setup lint pytest
+test: setup browser lint pytest
 
 clean:
 	rm -rf .changelake target logs

@@ -90,6 +90,12 @@ def test_changes_resent_after_a_connector_restart_count_once(dbt, spark, tmp_pat
     assert [r for r in report if not r["matched"]] == []
 
 
+def compiled(dbt, jinja: str) -> str:
+    """The SQL dbt compiles from ``jinja`` (a macro call) in the test's project and schema."""
+    result = dbt("compile", "--inline", jinja)
+    return result.result.results[0].node.compiled_code
+
+
 def kcat_line(topic: str, offset: int, value: dict, key: dict | None = None) -> str:
     record = {"topic": topic, "partition": 0, "offset": offset, "ts": 1_700_000_000_000}
     key_text = None if key is None else json.dumps(key)
@@ -178,13 +184,15 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     nulls = spark.sql(f"select count(*) from {s}.cdc_history where valid_from is null").first()[0]
     assert nulls == 0
 
-    def as_of(ms: int) -> dict:
-        rows = spark.sql(
-            f"select feed, key_json, get_json_object(row_json, '$.v') as v from {s}.cdc_history "
-            f"where table_name = 'items' and valid_from <= timestamp_millis({ms}) "
-            f"and (valid_to is null or valid_to > timestamp_millis({ms}))"
-        ).collect()
-        return {(r.feed, json.loads(r.key_json)["id"]): r.v for r in rows}
+    def point_in_time(call: str) -> list:
+        """Rows of the items tables from a point-in-time macro call, compiled by dbt."""
+        sql = compiled(dbt, "{{ " + call + " }}")
+        return spark.sql(f"select * from ({sql}) where table_name = 'items'").collect()
+
+    def as_of(at: str | int, by: str = "time") -> dict:
+        at = f"timestamp_millis({at})" if isinstance(at, int) else at
+        rows = point_in_time(f"changelake_as_of(ref('cdc_history'), \"{at}\", by='{by}')")
+        return {(r.feed, json.loads(r.key_json)["id"]): json.loads(r.row_json)["v"] for r in rows}
 
     versions = spark.sql(
         f"select feed, count(*) from {s}.cdc_history where table_name = 'items' group by feed"
@@ -218,6 +226,29 @@ def test_versions_without_a_commit_time_are_found_by_as_of_reads(dbt, spark, tmp
     assert as_of(t1 - 1) == {(f, k): "snap" for f in feeds for k in (1, 2)}
     assert as_of(t1 + 1) == {**{(f, 1): "one" for f in feeds}, **{(f, 2): "snap" for f in feeds}}
     assert as_of(t2) == {(f, k): v for f in feeds for k, v in ((1, "one"), (2, "two"))}
+    # by source position: the PostgreSQL feed as of the first update's LSN
+    (position,) = spark.sql(
+        f"select valid_from_position from {s}.cdc_history where feed = 'pg_inventory' "
+        f"and table_name = 'items' and get_json_object(row_json, '$.v') = 'one'"
+    ).first()
+    at_position = as_of(f"'{position}'", "position")
+    pg_state = {k: v for (f, k), v in at_position.items() if f == "pg_inventory"}
+    assert pg_state == {1: "one", 2: "snap"}
+
+    # the net change between two times: both keys updated once in each feed
+    changes = point_in_time(
+        f"changelake_changes_between(ref('cdc_history'), 'timestamp_millis({t1 - 1})', "
+        f"'timestamp_millis({t2})')"
+    )
+    assert sorted(
+        (r.feed, json.loads(r.key_json)["id"], r.change_type, r.after_version.row_json)
+        for r in changes
+    ) == sorted(
+        (f, k, "updated", json.dumps({"id": k, "v": v}, separators=(",", ":")))
+        for f in feeds
+        for k, v in ((1, "one"), (2, "two"))
+    )
+    assert {json.loads(r.before_version.row_json)["v"] for r in changes} == {"snap"}
 
 
 def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, tmp_path):
