@@ -11,6 +11,9 @@
 ``changelake bench [--events N | --large] [--rounds R] [--write-readme]``
     The benchmark: decode UDF vs native Spark, end to end, incremental, memory (see
     :mod:`python_udfs.bench`).
+``changelake models [--vars '{changelake_demo: false}']``
+    Write the dbt files of the feeds and typed tables configured in seeds/changelake.yml (and
+    the demo's, while the dbt var changelake_demo is true); ``changelake dbt`` does it first.
 ``changelake layout-docs``
     Regenerate the docs of the common layout's columns (models/_layout__docs.md).
 ``changelake generate --out DIR [--events N --keys K --batches B --seed S]``
@@ -197,6 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             from python_udfs import generator
 
             return generator.main(rest)
+        if command == "models":
+            from python_udfs import models
+
+            home = runtime.project_dir()
+            changes = models.sync(home, dbt_args=rest)
+            print("\n".join(changes) or "the model files match the configuration")
+            return 0
         if command == "layout-docs":
             from python_udfs.layout import docs_markdown
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from python_udfs import runtime
+from python_udfs import models, runtime
 
 # dbt commands that never touch the warehouse: no Spark session, no lock.
 NO_SPARK_COMMANDS = {"parse", "ls", "list", "clean", "deps", "init", "--version", "--help", "-h"}
@@ -97,6 +97,10 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
     home = Path(project).resolve() if project else runtime.project_dir()
     os.environ["CHANGELAKE_HOME"] = str(home)
     full = with_defaults(args, home)
+    if _subcommand(full) not in (None, "--version", "--help", "-h", "init"):
+        # the dbt files of the configured feeds and typed tables, before dbt reads the project
+        for change in models.sync(home, dbt_args=full):
+            runtime.log(change)
     if _subcommand(full) not in NO_SPARK_COMMANDS:
         profiles = _option(full, "--profiles-dir") or os.environ["DBT_PROFILES_DIR"]
         target = _option(full, "--target", "-t") or os.environ.get("DBT_TARGET")
@@ -127,10 +131,12 @@ def landing_root(home: Path) -> str:
 
 def land_files(feed: str, sources: Sequence[Path], root: str, home: Path) -> list[Path]:
     """Copy ``sources`` (files, or folders of files) into ``feed``'s folder under ``root``."""
+    models.sync(home)
     paths = feed_paths(home)
     if feed not in paths:
         raise runtime.ChangeLakeError(
-            f"no feed {feed!r} in {SOURCES_YML}; feeds: {', '.join(sorted(paths))}"
+            f"no feed {feed!r} configured (seeds/changelake.yml, and the demo's while "
+            f"changelake_demo is on); feeds: {', '.join(sorted(paths))}"
         )
     if "://" in root and not root.startswith("file://"):
         raise runtime.ChangeLakeError(

@@ -4,6 +4,7 @@ overview, a mart's column descriptions and the lineage graph."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import http.server
@@ -31,28 +32,40 @@ def chromium() -> str:
     pytest.skip("chromium is missing and this is not CI: run `make browser` (root, apt-get)")
 
 
-@pytest.fixture(scope="module")
-def site(spark, tmp_path_factory) -> Iterator[tuple[str, dict]]:
-    """The generated site, served on 127.0.0.1 for the module; (base URL, manifest)."""
-    from python_udfs.project import run_dbt
-
-    target = tmp_path_factory.mktemp("docs")
-    # the manifest (descriptions, lineage) from parse; the site without compiling SQL or
-    # reading the warehouse's catalog, so nothing needs to be built first
-    for args in (["parse"], ["docs", "generate", "--no-compile", "--empty-catalog"]):
-        code, result = run_dbt([*args, "--target-path", str(target)])
-        assert code == 0, result.exception
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(target))
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """``directory`` served on 127.0.0.1 (a free port) while in the block; its base URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
     handler.log_message = lambda *args: None  # type: ignore[method-assign]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        manifest = json.loads((target / "manifest.json").read_text())
-        yield f"http://127.0.0.1:{server.server_address[1]}/index.html", manifest
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
+
+
+def generate_site(target: Path, *project_args: str) -> dict:
+    """The docs site of the project in ``target``: the manifest (descriptions, lineage) from
+    parse, then the site without compiling SQL or reading the warehouse's catalog, so nothing
+    needs to be built first. Returns the manifest."""
+    from python_udfs.project import run_dbt
+
+    for args in (["parse"], ["docs", "generate", "--no-compile", "--empty-catalog"]):
+        code, result = run_dbt([*args, "--target-path", str(target), *project_args])
+        assert code == 0, result.exception
+    return json.loads((target / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def site(spark, tmp_path_factory) -> Iterator[tuple[str, dict]]:
+    """The project's generated site, served for the module; (index URL, manifest)."""
+    target = tmp_path_factory.mktemp("docs")
+    manifest = generate_site(target)
+    with serve(target) as base:
+        yield f"{base}/index.html", manifest
 
 
 def rendered(url: str, tmp_path: Path) -> str:

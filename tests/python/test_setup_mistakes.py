@@ -1,6 +1,7 @@
 """Operator mistakes in a feed's configuration stop the run with one line naming the problem
-and the fix (README "When something is set up wrong"). Each case edits the landing source of a
-copy of the project and compiles one model on the shared session."""
+and the fix (README "When something is set up wrong"). Each case edits the demo's configuration
+in a copy of the project and compiles one model on the shared session (`changelake dbt` writes
+the dbt files from the configuration first)."""
 
 from __future__ import annotations
 
@@ -13,39 +14,52 @@ import yaml
 pytestmark = pytest.mark.dbt
 
 PROJECT = Path(__file__).resolve().parents[2]
-SOURCES = Path("models") / "staging" / "landing" / "_landing__sources.yml"
+CONFIG = Path("seeds") / "demo" / "changelake_demo.yml"
 
 
 def feed(doc: dict, name: str) -> dict:
-    (landing,) = [s for s in doc["sources"] if s["name"] == "landing"]
-    (table,) = [t for t in landing["tables"] if t["name"] == name]
-    return table
+    return doc["feeds"][name]
 
 
 def drop_tencent_keys(doc: dict) -> None:
-    del feed(doc, "tencent_inventory")["meta"]["key_columns"]
+    del feed(doc, "tencent_inventory")["key_columns"]
 
 
 def connect_shape_without_keys(doc: dict) -> None:
-    feed(doc, "canal_inventory")["meta"]["shape"] = "connect"
+    feed(doc, "canal_inventory")["shape"] = "connect"
 
 
 def unknown_format(doc: dict) -> None:
-    feed(doc, "canal_inventory")["meta"]["envelope_format"] = "kanal"
+    feed(doc, "canal_inventory")["envelope_format"] = "kanal"
 
 
 def unknown_shape(doc: dict) -> None:
-    feed(doc, "canal_inventory")["meta"]["shape"] = "kafka"
+    feed(doc, "canal_inventory")["shape"] = "kafka"
 
 
 def bad_key_entry(doc: dict) -> None:
-    feed(doc, "tencent_inventory")["meta"]["key_columns"]["customers"] = ["id"]
+    feed(doc, "tencent_inventory")["key_columns"]["customers"] = ["id"]
 
 
-def unlisted_feed(doc: dict) -> None:
-    (landing,) = [s for s in doc["sources"] if s["name"] == "landing"]
-    extra = dict(feed(doc, "canal_inventory"), name="canal_more", identifier="raw_canal_more")
-    landing["tables"].append(extra)
+def unknown_setting(doc: dict) -> None:
+    feed(doc, "canal_inventory")["folder"] = "canal"
+
+
+def typed_table_of_no_feed(doc: dict) -> None:
+    doc["typed_tables"]["pg_customers"]["feed"] = "pg_inventroy"
+
+
+def copy_project(tmp_path: Path, edit) -> Path:
+    copy = tmp_path / "project"
+    shutil.copytree(
+        PROJECT,
+        copy,
+        ignore=shutil.ignore_patterns(".*", "target", "logs", "*.egg-info", "python*", "__py*"),
+    )
+    doc = yaml.safe_load((copy / CONFIG).read_text())
+    edit(doc)
+    (copy / CONFIG).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return copy
 
 
 @pytest.mark.parametrize(
@@ -79,27 +93,13 @@ def unlisted_feed(doc: dict) -> None:
             "stg_landing__tencent_inventory",
             "key_columns: 'customers' is not database.table or database.schema.table",
         ),
-        (
-            unlisted_feed,
-            "int_records_unioned",
-            "the feeds listed in int_records_unioned and the landing source differ: "
-            "not listed: canal_more",
-        ),
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
 def test_a_configuration_mistake_is_one_line_naming_it(spark, tmp_path, edit, model, message):
     from python_udfs.project import run_dbt
 
-    copy = tmp_path / "project"
-    shutil.copytree(
-        PROJECT,
-        copy,
-        ignore=shutil.ignore_patterns(".*", "target", "logs", "*.egg-info", "python*", "__py*"),
-    )
-    doc = yaml.safe_load((copy / SOURCES).read_text())
-    edit(doc)
-    (copy / SOURCES).write_text(yaml.safe_dump(doc, sort_keys=False))
+    copy = copy_project(tmp_path, edit)
     code, result = run_dbt(
         [
             "compile",
@@ -116,3 +116,26 @@ def test_a_configuration_mistake_is_one_line_naming_it(spark, tmp_path, edit, mo
         str(r.message) for r in getattr(result.result, "results", None) or []
     ]
     assert any(message in error for error in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            unknown_setting,
+            "seeds/demo/changelake_demo.yml: feeds.canal_inventory: unknown setting 'folder'",
+        ),
+        (
+            typed_table_of_no_feed,
+            "typed_tables.pg_customers: feed 'pg_inventroy' is not configured",
+        ),
+    ],
+    ids=lambda v: v.__name__ if callable(v) else "",
+)
+def test_a_configuration_file_mistake_is_one_line_naming_it(tmp_path, edit, message):
+    from python_udfs import models, runtime
+
+    copy = copy_project(tmp_path, edit)
+    with pytest.raises(runtime.ChangeLakeError) as raised:
+        models.sync(copy)
+    assert message in str(raised.value)
