@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,13 +39,18 @@ from python_udfs import runtime
 from python_udfs.project import RUNTIME, land_files, landing_root, run_dbt
 
 
-def _summarise(result: Any) -> list[tuple[str, str, str]]:
-    """(node, status, message) for each node dbt ran."""
-    rows = []
+def _summarise(result: Any) -> str:
+    """What dbt ran, in one line: nodes by type, then by status ("31 models, 24 tests: 55 ok")."""
+    kinds: dict[str, int] = {}
+    statuses: dict[str, int] = {}
     for node_result in getattr(result.result, "results", None) or []:
-        node = node_result.node
-        rows.append((node.resource_type, node.name, str(node_result.status)))
-    return rows
+        kind = str(node_result.node.resource_type).split(".")[-1].lower()
+        kinds[kind] = kinds.get(kind, 0) + 1
+        status = str(node_result.status).split(".")[-1].lower()
+        status = {"success": "ok", "pass": "ok"}.get(status, status)
+        statuses[status] = statuses.get(status, 0) + 1
+    nodes = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(kinds.items()))
+    return f"{nodes}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
 
 
 def land(argv: Sequence[str]) -> int:
@@ -107,9 +113,7 @@ def demo(argv: Sequence[str]) -> int:
         if code != 0:
             break
     if result is not None and result.result is not None:
-        print("\nbuilt:")
-        for resource_type, name, status in _summarise(result):
-            print(f"  {resource_type:<10} {name:<40} {status}")
+        print(f"\nbuilt: {_summarise(result)} (each node: logs/dbt.log)")
     if code == 0:
         print_summary()
         code = print_expected(summary)
@@ -182,7 +186,8 @@ def print_summary() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        # the module docstring as plain text: no reStructuredText marks
+        print(re.sub(r":mod:`([^`]+)`", r"\1", __doc__).replace("``", "`").strip())
         return 0
     command, rest = argv[0], argv[1:]
     try:

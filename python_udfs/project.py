@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,8 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
     project = _option(args, "--project-dir") or os.environ.get("DBT_PROJECT_DIR")
     home = Path(project).resolve() if project else runtime.project_dir()
     os.environ["CHANGELAKE_HOME"] = str(home)
+    if not sys.stdout.isatty():
+        os.environ.setdefault("DBT_USE_COLORS", "false")  # no colour codes in redirected logs
     full = with_defaults(args, home)
     if _subcommand(full) not in (None, "--version", "--help", "-h", "init"):
         # the dbt files of the configured feeds and typed tables, before dbt reads the project
