@@ -63,8 +63,9 @@
 
 {# purpose: columns of a landed file from its path: the Kafka Connect sink name's parts #}
 {% macro _changelake_sink_columns(meta, path_sql) %}
-    {#- <topic>+<partition>+<startOffset>.json[.gz]: the Kafka Connect sink file name -#}
-    {%- set sink_name = "([^/]+)[+]([0-9]+)[+]([0-9]+)[.]json([.]gz)?$" -%}
+    {#- <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz]: the Kafka Connect sink file
+        name (S3 and GCS sinks; the HDFS sink adds the end offset). A topic name has no '+'. -#}
+    {%- set sink_name = "([^/+]+)[+]([0-9]+)[+]([0-9]+)([+][0-9]+)?[.]json([.]gz)?$" -%}
         {%- if meta.shape == 'kcat' %}
         false as is_sink_file,
         {%- elif meta.shape == 'connect' %}
@@ -79,7 +80,7 @@
 
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- set auto_hint = (
-        ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>.json[.gz])'
+        ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
         if meta.shape == 'auto' else '') -%}
 with
 
@@ -208,7 +209,7 @@ checked as (
             when line_error is not null
                 then line_error
             when is_sink_file and sink_start_offset is null
-                then 'connect sink file name is not <topic>+<partition>+<startOffset>.json[.gz]'
+                then 'connect sink file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz]'
             when not is_sink_file and (kcat is null or kcat._corrupt_record is not null)
                 then 'malformed kcat JSON line{{ auto_hint }}'
             when not is_sink_file and (kcat.topic is null or kcat.offset is null)

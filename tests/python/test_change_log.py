@@ -337,7 +337,7 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
         (
             "pg_inventory",
             "malformed kcat JSON line (read as kcat lines: the file name is not "
-            "<topic>+<partition>+<startOffset>.json[.gz])",
+            "<topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])",
             "{not a kcat record",
         )
     ]

@@ -287,7 +287,12 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     empty.write_bytes(b"")
     not_a_sink_name = damaged / "part-0001.json"
     not_a_sink_name.write_text('{"id": 1}\n')
-    for file in (cut, not_gzip, empty, not_a_sink_name):
+    # the HDFS sink's name adds the end offset: the same records again, read as a sink file
+    start = int(SINK_NAME.match(sink_files[0].name).group(3))
+    records = len(gzip.decompress(whole).decode().splitlines())
+    hdfs_named = damaged / f"{topic}+0+{start}+{start + records - 1}.json.gz"
+    hdfs_named.write_bytes(whole)
+    for file in (cut, not_gzip, empty, not_a_sink_name, hdfs_named):
         dbt.land("sqlserver_inventory", file)
 
     kcat_lines = kcat_files[0].read_bytes().splitlines()
@@ -324,6 +329,15 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     ).collect()
     assert tail
     assert {(r.kind, r.error_reason) for r in tail} <= {("row", None), ("ddl", None)}
+    hdfs = spark.sql(
+        f"select topic, kafka_partition, kafka_offset - landed_line as start, error_reason "
+        f"from {s}.decoded_sqlserver_inventory "
+        f"where landed_file like '%/{hdfs_named.name}' and landed_line is not null"
+    ).collect()
+    assert len(hdfs) >= records
+    assert {(r.topic, r.kafka_partition, r.start, r.error_reason) for r in hdfs} == {
+        (topic, 0, start, None)
+    }
     health = {
         r.feed: r
         for r in spark.sql(
