@@ -30,12 +30,20 @@ decoded_records as (
         || 'corrupt (a writer that died, or a file still being written), no permission to read '
         || 'it, or no non-empty line; it is tried again when its size changes' as file_error
     from {{ decoded }} as markers
-    left anti join {{ decoded }} as lines
+    left anti join (
+        -- the files that gave lines, per batch: aggregated where they are read, so only one
+        -- row per file and task is shuffled, not every record
+        select distinct
+            batch_id,
+            landed_file,
+            landed_file_size
+        from {{ decoded }}
+        where landed_line is not null
+    ) as read_files
         on
-            lines.batch_id = markers.batch_id
-            and lines.landed_file = markers.landed_file
-            and lines.landed_file_size = markers.landed_file_size
-            and lines.landed_line is not null
+            read_files.batch_id = markers.batch_id
+            and read_files.landed_file = markers.landed_file
+            and read_files.landed_file_size = markers.landed_file_size
     where
         {{ changelake_committed('markers', decoded.identifier) }}
         and markers.landed_line is null
