@@ -1,15 +1,18 @@
 {{ config(severity='warn') }}
 {#-
     Row changes without a key: their table's envelope carries no key (a Kafka Connect sink
-    file, a Tencent message, a source table without a primary key) and the feed's
-    meta.key_columns has no entry for it. They are logged but get no history. Returns one row
-    per such table; fix by adding "database.table: [key columns]" to the feed's key_columns.
+    file, a Tencent message, a source table without a primary key) and the feed's key_columns
+    has no entry for it. They are logged but get no history. Returns one row per such table;
+    fix by adding "database.table: [key columns]" to the feed's key_columns. A build checks the
+    changes it logged; `dbt test` (or the var changelake_test_scope 'all') checks every change.
 -#}
-{%- set changed = changelake_relation_changed(ref('cdc_change_log')) %}
+{%- set this_run_only = flags is defined and flags.WHICH in ('build', 'run')
+    and var('changelake_test_scope', 'changed') != 'all' %}
+{%- set this_run = "batch_id = '" ~ invocation_id ~ "'" if this_run_only else 'true' %}
 with
 
-cdc_change_log as (
-    select * from {{ ref('cdc_change_log') }}
+int_changes_unioned as (
+    select * from {{ ref('int_changes_unioned') }}
 ),
 
 final as (
@@ -19,10 +22,11 @@ final as (
         schema_name,
         table_name,
         count(*) as changes_without_key
-    from cdc_change_log
+    from int_changes_unioned
     where
-        {{ '' if changed else 'false and' }} kind = 'row'
+        kind = 'row'
         and key_json is null
+        and {{ this_run }}
     group by feed, database_name, schema_name, table_name
 )
 
