@@ -99,3 +99,16 @@
     {%- endif -%}
     {{ return(memo[key]) }}
 {% endmacro %}
+
+{#
+    purpose: SQL predicate for a data test over an incremental model's rows: true under `dbt test`
+    (or the var changelake_test_scope 'all'); in `dbt build`/`dbt run`, the rows this
+    invocation appended (its batch_id)
+#}
+{% macro changelake_this_build_rows() %}
+    {%- if execute and flags.WHICH in ('build', 'run')
+        and var('changelake_test_scope', 'changed') != 'all' -%}
+        {{ return("batch_id = '" ~ invocation_id ~ "'") }}
+    {%- endif -%}
+    {{ return('true') }}
+{% endmacro %}

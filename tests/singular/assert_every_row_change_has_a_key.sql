@@ -6,13 +6,11 @@
     fix by adding "database.table: [key columns]" to the feed's key_columns. A build checks the
     changes it logged; `dbt test` (or the var changelake_test_scope 'all') checks every change.
 -#}
-{%- set this_run_only = flags is defined and flags.WHICH in ('build', 'run')
-    and var('changelake_test_scope', 'changed') != 'all' %}
-{%- set this_run = "batch_id = '" ~ invocation_id ~ "'" if this_run_only else 'true' %}
 with
 
 int_changes_unioned as (
     select * from {{ ref('int_changes_unioned') }}
+    where {{ changelake_this_build_rows() }}
 ),
 
 final as (
@@ -26,7 +24,6 @@ final as (
     where
         kind = 'row'
         and key_json is null
-        and {{ this_run }}
     group by feed, database_name, schema_name, table_name
 )
 
