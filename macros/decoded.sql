@@ -8,10 +8,11 @@
     again under the same name and size is not; a file that grew is read again (its records are
     deduplicated downstream); a file landing while the run reads waits for the next run.
 
-    Every file tried gets one marker row (landed_line null) beside its lines. A file that could
-    not be read (a .json.gz cut short by a writer that died, or still being written) has a
-    marker and no lines: staging quarantines it with the reason; it is tried again when its
-    size changes. A line that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
+    Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
+    that could not be read (a .json.gz cut short by a writer that died, or still being written)
+    has a marker and no lines: a post-hook adds its quarantine row to the same batch, before the
+    batch is committed; it is tried again when its size changes. A line that is not valid UTF-8
+    is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
     {#- the raw table's file listing is cached per session: see files landed since -#}
@@ -79,6 +80,9 @@
 {% endmacro %}
 
 {% macro default__changelake_decoded(feed, meta, files) %}
+    {%- if not files %}
+-- {{ _changelake_nothing_new() }}
+    {%- endif %}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
         if meta.shape == 'auto' else '') -%}
@@ -276,4 +280,50 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+{#
+    purpose: post-hook of a decoded model, before its commit: one quarantine row (the marker's
+    copy, with the reason) for each file this batch tried that gave no line. Reads this batch
+    only (each batch writes its own parquet files, so the batch_id filter skips the others).
+#}
+{% macro changelake_quarantine_unreadable_files() %}
+    {%- if _changelake_batch_is_empty() -%}
+        {{ return('') }}
+    {%- endif %}
+    insert into {{ this }} by name
+    select
+        markers.* except (error_reason),
+        'landed file could not be read, or holds no record: a compressed stream cut short or '
+        || 'corrupt (a writer that died, or a file still being written), no permission to read '
+        || 'it, or no non-empty line; it is tried again when its size changes' as error_reason
+    from {{ this }} as markers
+    where
+        markers.batch_id = '{{ invocation_id }}'
+        and markers.landed_line is null
+        and markers.error_reason is null
+        and not exists (
+            select 1
+            from {{ this }} as lines
+            where
+                lines.batch_id = '{{ invocation_id }}'
+                and lines.landed_line is not null
+                and lines.landed_file = markers.landed_file
+                and lines.landed_file_size = markers.landed_file_size
+        )
+{% endmacro %}
+
+{# purpose: the line a decoded model's SQL holds when it found no new file to read #}
+{% macro _changelake_nothing_new() %}
+    {{- return('changelake: no new landed file') -}}
+{% endmacro %}
+
+{#
+    purpose: whether this model's compiled SQL found nothing new: its hooks (the quarantine of
+    unreadable files, the commit) have nothing to do and are skipped, so a run with nothing new
+    costs no query per feed after the insert
+#}
+{% macro _changelake_batch_is_empty() %}
+    {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}
+    {{ return(execute and ('-- ' ~ _changelake_nothing_new()) in compiled) }}
 {% endmacro %}

@@ -40,6 +40,9 @@
 
 {# purpose: post-hook committing this run's batch of an incremental model #}
 {% macro changelake_commit_batch() %}
+    {%- if _changelake_batch_is_empty() -%}
+        {{ return('') }}
+    {%- endif %}
     insert into {{ changelake_ledger(this.identifier) }}
     select
         'batch' as kind,

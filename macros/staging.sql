@@ -13,40 +13,11 @@
 with
 
 decoded_records as (
-    select
-        decoded.*,
-        cast(null as string) as file_error
-    from {{ decoded }} as decoded
+    select * from {{ decoded }} as decoded
     where
         {{ changelake_committed('decoded', decoded.identifier) }}
-        and decoded.landed_line is not null
-
-    union all
-
-    -- a file tried (its marker row) that gave no line could not be read: one quarantined record
-    select
-        markers.*,
-        'landed file could not be read, or holds no record: a compressed stream cut short or '
-        || 'corrupt (a writer that died, or a file still being written), no permission to read '
-        || 'it, or no non-empty line; it is tried again when its size changes' as file_error
-    from {{ decoded }} as markers
-    left anti join (
-        -- the files that gave lines, per batch: aggregated where they are read, so only one
-        -- row per file and task is shuffled, not every record
-        select distinct
-            batch_id,
-            landed_file,
-            landed_file_size
-        from {{ decoded }}
-        where landed_line is not null
-    ) as read_files
-        on
-            read_files.batch_id = markers.batch_id
-            and read_files.landed_file = markers.landed_file
-            and read_files.landed_file_size = markers.landed_file_size
-    where
-        {{ changelake_committed('markers', decoded.identifier) }}
-        and markers.landed_line is null
+        -- a file's marker row is no record (an unreadable file has its own quarantine row)
+        and (decoded.landed_line is not null or decoded.error_reason is not null)
 ),
 
 keyed as (
@@ -88,7 +59,7 @@ typed as (
         ddl,
         message_prefix,
         message_content,
-        coalesce(error_reason, file_error) as error_reason,
+        error_reason,
         failed_raw_record,
         -- timestamps
         committed_at,
