@@ -81,7 +81,7 @@
 
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- if not files %}
--- {{ _changelake_nothing_new() }}
+/* {{ _changelake_nothing_new() }} */
     {%- endif %}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
@@ -325,5 +325,5 @@ select * from final
 #}
 {% macro _changelake_batch_is_empty() %}
     {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}
-    {{ return(execute and ('-- ' ~ _changelake_nothing_new()) in compiled) }}
+    {{ return(execute and ('/* ' ~ _changelake_nothing_new() ~ ' */') in compiled) }}
 {% endmacro %}
