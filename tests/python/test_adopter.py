@@ -73,6 +73,8 @@ def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkey
     )
     schema = "t_adopter"
     spark.sql(f"drop schema if exists {schema} cascade")
+    # run_dbt points CHANGELAKE_HOME at the project it runs: back to this one after the test
+    monkeypatch.setenv("CHANGELAKE_HOME", str(PROJECT))
     monkeypatch.setenv("CHANGELAKE_SCHEMA", schema)
     monkeypatch.setenv("CHANGELAKE_LANDING_ROOT", str(tmp_path / "landing"))
     project = ["--project-dir", str(home), "--profiles-dir", str(home / "profiles")]

@@ -96,8 +96,13 @@ def copy_project(tmp_path: Path, edit) -> Path:
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
 )
-def test_a_configuration_mistake_is_one_line_naming_it(spark, tmp_path, edit, model, message):
+def test_a_configuration_mistake_is_one_line_naming_it(
+    spark, tmp_path, monkeypatch, edit, model, message
+):
     from python_udfs.project import run_dbt
+
+    # run_dbt points CHANGELAKE_HOME at the project it runs: back to this one after the test
+    monkeypatch.setenv("CHANGELAKE_HOME", str(PROJECT))
 
     copy = copy_project(tmp_path, edit)
     code, result = run_dbt(
