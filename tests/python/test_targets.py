@@ -103,16 +103,6 @@ def servers(tmp_path: Path) -> Iterator[Servers]:
         started.stop()
 
 
-def _killed_first_build(warehouse: Path) -> Path:
-    """What a first build killed mid-write leaves in a table's folder, with no table owning it:
-    committed parts of garbage (read back, they would fail the build) and the committer's
-    _temporary. Left for the model the build writes first."""
-    folder = warehouse / "changelake.db" / "decoded_pg_inventory"
-    (folder / "_temporary" / "0").mkdir(parents=True)
-    (folder / "part-00000-killed.snappy.parquet").write_bytes(b"not parquet: a killed write")
-    return folder / "part-00000-killed.snappy.parquet"
-
-
 def _build(tmp_path: Path, target: str, **env: str) -> subprocess.CompletedProcess:
     landing = tmp_path / "landing"
     shutil.copytree(SAMPLE, landing / "pg_inventory")
@@ -124,7 +114,7 @@ def _build(tmp_path: Path, target: str, **env: str) -> subprocess.CompletedProce
         **env,
     )
     client = tmp_path / "client"
-    client.mkdir(exist_ok=True)
+    client.mkdir()
     return subprocess.run(
         [str(CHANGELAKE), "dbt", "build", "--target", target],
         cwd=client,
@@ -172,14 +162,11 @@ def test_cluster_target_runs_on_a_standalone_cluster(servers, tmp_path):
         ],
         worker_port,
     )
-    # the client's default warehouse: a killed first build left a folder there
-    leftover = _killed_first_build(tmp_path / "client" / "spark-warehouse")
     out = _build(tmp_path, "cluster", CHANGELAKE_SPARK_MASTER=f"spark://127.0.0.1:{master_port}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"master spark://127.0.0.1:{master_port}" in out.stderr
     assert "Completed successfully" in out.stdout
     assert " ERROR=0 " in out.stdout
-    assert not leftover.exists()  # the first build wrote over what the killed one left
     # the UDF ran in an executor of the worker, which got the package shipped to it
     shipped = list((tmp_path / "worker").glob("app-*/*/python_udfs.zip"))
     assert shipped, "python_udfs.zip was not shipped to the executor"
@@ -211,13 +198,11 @@ def test_connect_target_runs_on_a_spark_connect_server(servers, tmp_path):
         ],
         port,
     )
-    leftover = _killed_first_build(tmp_path / "server-warehouse")
     out = _build(tmp_path, "connect", CHANGELAKE_SPARK_REMOTE=f"sc://127.0.0.1:{port}")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "target 'connect'" in out.stderr
     assert "Completed successfully" in out.stdout
     assert " ERROR=0 " in out.stdout
-    assert not leftover.exists()  # the first build wrote over what the killed one left
     # the tables live in the server's warehouse, not the client's
     assert (tmp_path / "server-warehouse" / "changelake.db" / "decoded_pg_inventory").is_dir()
     assert not (tmp_path / "state" / "warehouse").exists()
