@@ -4,21 +4,16 @@
 #}
 {% macro changelake_landed_records() %}
     {%- set selects = [] -%}
-    {%- if execute -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- set select -%}
-                select
-                    {{ _changelake_literal(node.name) }} as feed,
-                    count(*) as records_landed
-                from {{ node.schema }}.{{ node.identifier }}
-                lateral view explode(split(value, '\n')) lines as line
-                where rtrim('\r', lines.line) != ''
-            {%- endset -%}
-            {%- do selects.append(select) -%}
-        {%- endfor -%}
-    {%- endif -%}
-    {%- if not selects -%}
-        {%- do selects.append('select cast(null as string) as feed, 0 as records_landed where false') -%}
-    {%- endif -%}
-    {{ return(selects | join('\nunion all\n')) }}
+    {%- for node in _changelake_landing_nodes() -%}
+        {%- set select -%}
+            select
+                {{ _changelake_literal(node.name) }} as feed,
+                count(*) as records_landed
+            from {{ node.schema }}.{{ node.identifier }}
+            lateral view explode(split(value, '\n')) lines as line
+            where rtrim('\r', lines.line) != ''
+        {%- endset -%}
+        {%- do selects.append(select) -%}
+    {%- endfor -%}
+    {{ return(_changelake_union_per_feed(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
 {% endmacro %}

@@ -20,7 +20,7 @@
             {%- do recorded.update({row[0]: row[1]}) -%}
         {%- endfor -%}
         {%- set changed = [] -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
+        {%- for node in _changelake_landing_nodes() -%}
             {%- for relation, ddl in _changelake_landing_ddl(node, var('landing_root')).items() -%}
                 {%- if recorded.get(relation) != ddl -%}
                     {%- do run_query('drop table if exists ' ~ relation) -%}
@@ -111,32 +111,36 @@
     {{ exceptions.raise_compiler_error("no feed '" ~ feed ~ "' in the landing source") }}
 {% endmacro %}
 
-{# purpose: a select of one `feed` column, a row per feed declared in the `landing` source #}
-{% macro changelake_declared_feeds() %}
-    {%- set names = [] -%}
+{# purpose: the `landing` source's feed nodes, by name (none while dbt only parses) #}
+{% macro _changelake_landing_nodes() %}
+    {%- set nodes = [] -%}
     {%- if execute -%}
         {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- do names.append(_changelake_literal(node.name)) -%}
+            {%- do nodes.append(node) -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- if names -%}
-        select explode(array({{ names | sort | join(', ') }})) as feed
-    {%- else -%}
-        select cast(null as string) as feed where false
-    {%- endif -%}
+    {{ return(nodes | sort(attribute='name')) }}
 {% endmacro %}
 
-{# purpose: a select of (feed, files_listed): the files in each declared feed's folder now #}
-{% macro changelake_listed_files() %}
+{#
+    purpose: `selects` (one per feed) joined by union all; `empty`, a select of the same columns
+    returning no row, when there is no feed
+#}
+{% macro _changelake_union_per_feed(selects, empty) %}
+    {{ return((selects or [empty ~ ' where false']) | join('\nunion all\n')) }}
+{% endmacro %}
+
+{#
+    purpose: a select of (feed, landing_folder, files_listed), a row per feed declared in the
+    `landing` source: its folder and the files in it now (0: the folder is empty or missing)
+#}
+{% macro changelake_feed_folders() %}
     {%- set selects = [] -%}
-    {%- if execute -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, count(*) as files_listed from '
-                ~ _changelake_file_listing(node)) -%}
-        {%- endfor -%}
-    {%- endif -%}
-    {%- if not selects -%}
-        {%- do selects.append('select cast(null as string) as feed, 0 as files_listed where false') -%}
-    {%- endif -%}
-    {{ return(selects | join('\nunion all\n')) }}
+    {%- for node in _changelake_landing_nodes() -%}
+        {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, '
+            ~ _changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)
+            ~ ' as landing_folder, count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
+    {%- endfor -%}
+    {{ return(_changelake_union_per_feed(selects,
+        'select cast(null as string) as feed, cast(null as string) as landing_folder, 0 as files_listed')) }}
 {% endmacro %}

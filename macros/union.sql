@@ -1,13 +1,16 @@
 {#
-    purpose: union the staging views of `feeds`, failing at compile time when the list and the
-    `landing` source disagree (a feed declared but not listed, or listed but not declared).
+    purpose: union the staging views of `feeds`, failing at compile time when there is none, or
+    when the list and the `landing` source disagree (a feed declared but not listed, or listed
+    but not declared).
 #}
 {% macro changelake_union_feeds(feeds) %}
     {%- if execute -%}
-        {%- set declared = [] -%}
-        {%- for node in graph.sources.values() if node.source_name == 'landing' -%}
-            {%- do declared.append(node.name) -%}
-        {%- endfor -%}
+        {%- if not feeds -%}
+            {{ exceptions.raise_compiler_error(
+                "no feed is configured: declare one under feeds: in seeds/changelake.yml (README: "
+                ~ "Feeds and landing), or build the demo's feeds (var changelake_demo: true)") }}
+        {%- endif -%}
+        {%- set declared = _changelake_landing_nodes() | map(attribute='name') | list -%}
         {%- set missing = declared | reject('in', feeds) | list -%}
         {%- set unknown = feeds | reject('in', declared) | list -%}
         {%- if missing or unknown -%}

@@ -32,20 +32,15 @@ records as (
     group by feed
 ),
 
--- every declared feed, landed or not (a feed whose folder is empty or missing shows zeros)
-declared as (
-    {{ changelake_declared_feeds() }}
+-- every declared feed, its folder and the files in it now (0: the folder is empty or missing)
+folders as (
+    {{ changelake_feed_folders() }}
 ),
 
 feeds as (
-    select feed from declared
+    select feed from folders
     union
     select feed from records
-),
-
--- the files in each feed's folder now (zero: the folder is empty or missing)
-listed as (
-    {{ changelake_listed_files() }}
 ),
 
 logged as (
@@ -61,6 +56,7 @@ final as (
         -- ids
         feeds.feed,
         -- strings
+        folders.landing_folder,
         records.last_position,
         -- timestamps
         records.last_heartbeat_at,
@@ -77,7 +73,7 @@ final as (
         coalesce(records.messages, 0) as messages,
         coalesce(records.records_quarantined, 0) as records_quarantined,
         coalesce(records.files_unreadable, 0) as files_unreadable,
-        coalesce(listed.files_listed, 0) as files_listed,
+        coalesce(folders.files_listed, 0) as files_listed,
         coalesce(logged.changes_logged, 0) as changes_logged,
         -- how far behind the source the feed is, by its newest commit or heartbeat
         timestampdiff(
@@ -86,7 +82,7 @@ final as (
     from feeds
     left join records on feeds.feed = records.feed
     left join logged on feeds.feed = logged.feed
-    left join listed on feeds.feed = listed.feed
+    left join folders on feeds.feed = folders.feed
 )
 
 select * from final

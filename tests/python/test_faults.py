@@ -373,3 +373,22 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
         f"where landed_file like '%/moved/sqlserver_inventory/{sink_files[0].name}'"
     ).first()[0]
     assert moved == 1 + len(gzip.decompress(sink_files[0].read_bytes()).decode().splitlines())
+
+    # the other feeds' folders do not exist under the new root: a warning names each with the
+    # folder it reads, and the feed health shows them with no file listed
+    result = dbt(
+        "build", "--select", "cdc_feed_health", "assert_every_declared_feed_has_landed_files"
+    )
+    (warned,) = [
+        r for r in result.result if r.node.name == "assert_every_declared_feed_has_landed_files"
+    ]
+    assert (warned.status, warned.failures) == ("warn", 8)
+    folders = {
+        r.feed: r
+        for r in spark.sql(
+            f"select feed, landing_folder, files_listed from {s}.cdc_feed_health"
+        ).collect()
+    }
+    assert folders["canal_inventory"].landing_folder == f"{tmp_path}/moved/canal_inventory"
+    assert folders["canal_inventory"].files_listed == 0
+    assert folders["sqlserver_inventory"].files_listed == 1

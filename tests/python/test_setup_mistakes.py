@@ -41,6 +41,10 @@ def bad_key_entry(doc: dict) -> None:
     feed(doc, "tencent_inventory")["key_columns"]["customers"] = ["id"]
 
 
+def no_feeds(doc: dict) -> None:
+    doc["feeds"], doc["typed_tables"] = {}, {}
+
+
 def unknown_setting(doc: dict) -> None:
     feed(doc, "canal_inventory")["folder"] = "canal"
 
@@ -92,6 +96,11 @@ def copy_project(tmp_path: Path, edit) -> Path:
             bad_key_entry,
             "stg_landing__tencent_inventory",
             "key_columns: 'customers' is not database.table or database.schema.table",
+        ),
+        (
+            no_feeds,
+            "int_records_unioned",
+            "no feed is configured: declare one under feeds: in seeds/changelake.yml",
         ),
     ],
     ids=lambda v: v.__name__ if callable(v) else "",
