@@ -5,6 +5,10 @@
     on it, then run dbt in-process (``dbtRunner``) with the arguments unchanged. The exit code
     is dbt's. ``--project-dir`` and ``--profiles-dir`` default to this project, so it works
     from any working directory.
+``changelake server start [--port N] | stop | status``
+    A local Spark Connect server on 127.0.0.1 over the embedded metastore and warehouse: while
+    it runs, ``changelake dbt`` (without ``--target``) uses it and skips the JVM start (see
+    :mod:`python_udfs.server`).
 ``changelake land FEED PATH... [--landing-root ROOT]``
     Copy landed files (or every file of a folder) into a feed's landing folder, atomically:
     each file is written under a hidden name and renamed, so a run never reads half a file.
@@ -197,6 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return demo(rest)
         if command == "land":
             return land(rest)
+        if command == "server":
+            from python_udfs import server
+
+            return server.main(rest)
         if command == "bench":
             from python_udfs import bench
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs import models, runtime
+from python_udfs.server import running
 
 # dbt commands that never touch the warehouse: no Spark session, no lock.
 NO_SPARK_COMMANDS = {"parse", "ls", "list", "clean", "deps", "init", "--version", "--help", "-h"}
@@ -107,6 +108,8 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
     if _subcommand(full) not in NO_SPARK_COMMANDS:
         profiles = _option(full, "--profiles-dir") or os.environ["DBT_PROFILES_DIR"]
         target = _option(full, "--target", "-t") or os.environ.get("DBT_TARGET")
+        if target is None and RUNTIME.session is None and not os.environ.get("CHANGELAKE_TARGET"):
+            target = _local_server_target(home)
         RUNTIME.start(home, Path(profiles), target)
     result = dbtRunner().invoke(full)
     if result.exception is not None:
@@ -114,6 +117,18 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
         runtime.log(f"dbt: {type(result.exception).__name__}: {result.exception}")
         return 2, result
     return (0 if result.success else 1), result
+
+
+def _local_server_target(home: Path) -> str | None:
+    """'connect' when `changelake server start` has a server running on this project's state
+    (dbt and the session then use it), else None (the profile's default target)."""
+    server = running(home)
+    if server is None:
+        return None
+    os.environ["CHANGELAKE_TARGET"] = "connect"
+    os.environ["CHANGELAKE_SPARK_REMOTE"] = server["remote"]
+    runtime.log(f"using the local server on {server['remote']} (`changelake server stop` ends it)")
+    return "connect"
 
 
 SOURCES_YML = Path("models") / "staging" / "landing" / "_landing__sources.yml"

@@ -197,9 +197,8 @@ class MetastoreLock:
                 "it to finish, or set CHANGELAKE_STATE_DIR to another folder."
             ) from None
         self._check_derby_free()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv)[:150]}".encode(), 0)
         self._fd = fd
+        self.note_holder(f"pid {os.getpid()}: {' '.join(sys.argv)[:150]}")
 
     def _check_derby_free(self) -> None:
         """Fail if a JVM that took no lock of ours (plain ``dbt``) has booted the database."""
@@ -218,6 +217,18 @@ class MetastoreLock:
             ) from None
         finally:
             os.close(fd)  # closing drops the probe lock
+
+    @property
+    def fd(self) -> int:
+        """The locked file's descriptor: a child process given it holds the lock too."""
+        if self._fd is None:
+            raise RuntimeError("the metastore lock is not held")
+        return self._fd
+
+    def note_holder(self, text: str) -> None:
+        """Say who holds the lock (shown to a process that finds it taken)."""
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, text.encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
