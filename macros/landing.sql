@@ -123,10 +123,10 @@
 {% endmacro %}
 
 {#
-    purpose: `selects` (one per feed) joined by union all; `empty`, a select of the same columns
-    returning no row, when there is no feed
+    purpose: `selects` joined by union all; when there is none, `empty` (a select of the same
+    columns) returning no row
 #}
-{% macro _changelake_union_per_feed(selects, empty) %}
+{% macro _changelake_union_all(selects, empty) %}
     {{ return((selects or [empty ~ ' where false']) | join('\nunion all\n')) }}
 {% endmacro %}
 
@@ -141,7 +141,7 @@
             ~ _changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)
             ~ ' as landing_folder, count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
     {%- endfor -%}
-    {{ return(_changelake_union_per_feed(selects,
+    {{ return(_changelake_union_all(selects,
         'select cast(null as string) as feed, cast(null as string) as landing_folder, 0 as files_listed')) }}
 {% endmacro %}
 
@@ -162,5 +162,5 @@
         {%- endset -%}
         {%- do selects.append(select) -%}
     {%- endfor -%}
-    {{ return(_changelake_union_per_feed(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
+    {{ return(_changelake_union_all(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
 {% endmacro %}

@@ -131,6 +131,60 @@ def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkey
         (2, "59.00", False, True),
     ]
 
+    # the source adds a column by DDL: the build warns naming it; once the entry lists it, the
+    # typed table has it, null in the versions before it
+    added = {"id": "1", "name": "lamp", "price": "17.50", "stock": "4"}
+    ddl = {
+        **canal("ALTER", [], T0 + 4000),
+        "data": None,
+        "isDdl": True,
+        "sql": "ALTER TABLE items ADD COLUMN stock int",
+    }
+    update = canal("UPDATE", [added], T0 + 5000, old=[{"stock": None}])
+    second = tmp_path / "shop.items-1.jsonl"
+    second.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "topic": "shop",
+                    "partition": 0,
+                    "offset": 4 + i,
+                    "ts": T0,
+                    "key": None,
+                    "headers": [],
+                    "payload": json.dumps(m),
+                }
+            )
+            + "\n"
+            for i, m in enumerate([ddl, update])
+        )
+    )
+    land_files("shop_canal", [second], str(tmp_path / "landing"), home)
+    code, result = run_dbt(["build", *project, *no_demo])
+    assert code == 0, result.exception
+    (check,) = [r for r in result.result.results if "typed_columns_cover" in r.node.name]
+    assert (check.status, check.failures) == ("warn", 1)
+    assert "'stock' as column_name, 1 as changes" in check.node.compiled_code
+
+    config = yaml.safe_load((home / "seeds" / "changelake.yml").read_text())
+    config["typed_tables"]["shop_items"]["columns"]["stock"] = {"type": "int"}
+    (home / "seeds" / "changelake.yml").write_text(yaml.safe_dump(config))
+    code, result = run_dbt(
+        ["build", *project, "--vars", "{changelake_demo: false, changelake_test_scope: all}"]
+    )
+    assert code == 0, result.exception
+    (check,) = [r for r in result.result.results if "typed_columns_cover" in r.node.name]
+    assert (check.status, check.failures) == ("pass", 0)
+    stock = spark.sql(
+        f"select price, stock, is_current from {schema}.typed_shop_items_history "
+        f"where id = 1 order by version_number"
+    ).collect()
+    assert [(str(r.price), r.stock, r.is_current) for r in stock] == [
+        ("19.90", None, False),
+        ("17.50", None, False),
+        ("17.50", 4, True),
+    ]
+
     target = tmp_path / "site"
     manifest = generate_site(target, *project, *no_demo)
     assert "model.changelake.typed_shop_items_current" in manifest["nodes"]
