@@ -23,6 +23,9 @@
     consumed, in one single-file insert: either both are recorded or neither is.
 #}
 {% macro changelake_commit_consuming_batch(prefix='decoded_') %}
+    {%- if _changelake_batch_is_empty() -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- set consumed = _changelake_pending_batches(prefix) -%}
     insert into {{ changelake_ledger(this.identifier) }}
     select /*+ coalesce(1) */
@@ -59,8 +62,8 @@
     {%- set incremental = is_incremental() -%}
     {%- set pending = _changelake_pending_batches() if execute and incremental else [] -%}
     {%- if incremental and not pending -%}
-        {#- nothing new: write nothing, read nothing -#}
-        {{ return('select * from ' ~ this ~ ' where false') }}
+        {#- nothing new: write nothing, read nothing, commit nothing -#}
+        {{ return(_changelake_nothing_new() ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {%- set columns = [
         'change_id', 'feed', 'topic', 'kafka_partition', 'kafka_offset', 'row_index',

@@ -81,7 +81,7 @@
 
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- if not files %}
-/* {{ _changelake_nothing_new() }} */
+{{ _changelake_nothing_new() }} -- no new landed file
     {%- endif %}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
@@ -311,19 +311,4 @@ select * from final
                 and lines.landed_file = markers.landed_file
                 and lines.landed_file_size = markers.landed_file_size
         )
-{% endmacro %}
-
-{# purpose: the line a decoded model's SQL holds when it found no new file to read #}
-{% macro _changelake_nothing_new() %}
-    {{- return('changelake: no new landed file') -}}
-{% endmacro %}
-
-{#
-    purpose: whether this model's compiled SQL found nothing new: its hooks (the quarantine of
-    unreadable files, the commit) have nothing to do and are skipped, so a run with nothing new
-    costs no query per feed after the insert
-#}
-{% macro _changelake_batch_is_empty() %}
-    {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}
-    {{ return(execute and ('/* ' ~ _changelake_nothing_new() ~ ' */') in compiled) }}
 {% endmacro %}

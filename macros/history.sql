@@ -249,8 +249,8 @@
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
     {%- if incremental and not pending -%}
-        {#- nothing new: write nothing, read nothing -#}
-        {{ return('select * from ' ~ this ~ ' where false') }}
+        {#- nothing new: write nothing, read nothing, commit and compact nothing -#}
+        {{ return(_changelake_nothing_new() ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
 with
@@ -577,8 +577,8 @@ classified as (
     then every partition that is no longer live (replaced, or left by a killed run) is dropped.
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2) %}
-    {%- if not execute -%}
-        {{ return('select 1') }}
+    {%- if not execute or _changelake_batch_is_empty() -%}
+        {{ return('') }}
     {%- endif -%}
     {%- set ledger = changelake_ledger(this.identifier) -%}
     {%- set stats -%}
