@@ -1,3 +1,21 @@
+{#
+    purpose: the comment an incremental model's SQL starts with when it found nothing new (no
+    new landed file, no pending upstream batch)
+#}
+{% macro _changelake_nothing_new() %}
+    {{- return('/* changelake: nothing new */') -}}
+{% endmacro %}
+
+{#
+    purpose: whether this model's compiled SQL found nothing new: its post-hooks (commit,
+    quarantine of unreadable files, compaction) have nothing to do and are skipped, so a run
+    with nothing new costs no query per model after its (empty) insert
+#}
+{% macro _changelake_batch_is_empty() %}
+    {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}
+    {{ return(execute and _changelake_nothing_new() in compiled) }}
+{% endmacro %}
+
 {# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
    consumed by this model, at compile time #}
 {% macro _changelake_pending_batches(prefix='decoded_') %}

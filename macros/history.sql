@@ -249,8 +249,9 @@
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
     {%- if incremental and not pending -%}
-        {#- nothing new: write nothing, read nothing, commit and compact nothing -#}
-        {{ return(_changelake_nothing_new() ~ '\nselect * from ' ~ this ~ ' where false') }}
+        {#- nothing new: write nothing, read nothing, commit and compact nothing (the hooks look
+            for the marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
+        {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
 with
