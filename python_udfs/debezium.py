@@ -24,6 +24,7 @@ import base64
 import binascii
 import datetime as dt
 import functools
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -180,6 +181,53 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     return value
 
 
+# Connect schema names whose values `_convert` rewrites; a field of any other name whose type
+# is one of _AS_SENT_KINDS keeps its value as sent (JSON text, UUIDs, enums, numbers, ...)
+_CONVERTED_NAMES = {
+    "org.apache.kafka.connect.data.Decimal",
+    "io.debezium.data.VariableScaleDecimal",
+    "io.debezium.time.Date",
+    "org.apache.kafka.connect.data.Date",
+    "io.debezium.time.Time",
+    "org.apache.kafka.connect.data.Time",
+    "io.debezium.time.MicroTime",
+    "io.debezium.time.NanoTime",
+    "io.debezium.time.Timestamp",
+    "io.debezium.time.MicroTimestamp",
+    "io.debezium.time.NanoTimestamp",
+    "org.apache.kafka.connect.data.Timestamp",
+}
+_AS_SENT_KINDS = {"string", "boolean", "float", "float32", "float64", "double"}
+
+
+def _converter(schema: Any) -> Callable[[Any], Any] | None:
+    """How one column's values are converted, worked out once per schema: None where every
+    value is kept as sent (most columns), else `_convert` bound to the column's schema."""
+    if not isinstance(schema, dict):
+        return None
+    name = schema.get("name") or ""
+    kind = str(schema.get("type") or "").lower()
+    if name not in _CONVERTED_NAMES and kind in _AS_SENT_KINDS:
+        return None
+    if name not in _CONVERTED_NAMES and kind in _INTEGER_TYPES:
+        return _integer
+    return functools.partial(_convert, schema=schema)
+
+
+def _integer(value: Any) -> Any:
+    """An integer column's value: sent as a number, or as text in the nested-schema spelling."""
+    return int(value) if type(value) is str else value
+
+
+def _converters(fields: dict[str, dict[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    """(column, converter) for the columns of ``fields`` whose values are converted."""
+    return tuple(
+        (column, convert)
+        for column, schema in fields.items()
+        if (convert := _converter(schema)) is not None
+    )
+
+
 def _struct_fields(schema: dict[str, Any] | None, field_name: str) -> dict[str, Any] | None:
     """The Connect schema of the envelope field ``field_name`` (before, after, source...)."""
     for f in _field_list(schema):
@@ -189,24 +237,33 @@ def _struct_fields(schema: dict[str, Any] | None, field_name: str) -> dict[str, 
 
 
 def _image(
-    value: Any, fields: dict[str, dict[str, Any]], where: str
+    value: Any, converters: tuple[tuple[str, Any], ...], where: str
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """Convert a before/after image; return it without unavailable columns, and their names.
 
-    ``fields`` maps column name -> Connect field schema (empty for schema-less JSON).
+    ``converters`` are the (column, converter) pairs of the columns whose values are converted
+    (see :func:`_converters`; none for schema-less JSON): every other value is kept as sent.
     """
     if value is None:
         return None, []
     if not isinstance(value, dict):
         raise DecodeError(f"{where} is not an object: {value!r:.60}")
-    out: dict[str, Any] = {}
-    unavailable: list[str] = []
-    for column, raw in value.items():
-        if raw == UNAVAILABLE:
-            unavailable.append(column)
+    unavailable = (
+        [column for column, raw in value.items() if raw == UNAVAILABLE]
+        if UNAVAILABLE in value.values()
+        else []
+    )
+    if not converters and not unavailable:
+        return value, unavailable
+    out = dict(value)
+    for column in unavailable:
+        del out[column]
+    for column, convert in converters:
+        raw = out.get(column)
+        if raw is None:
             continue
         try:
-            out[column] = _convert(raw, fields.get(column))
+            out[column] = convert(raw)
         except (ValueError, TypeError, KeyError, AttributeError, binascii.Error) as exc:
             raise DecodeError(f"{where}.{column}: cannot convert {raw!r:.60}: {exc}") from exc
     return out, unavailable
@@ -225,15 +282,19 @@ class Envelope:
     in every message of a table; :func:`split` parses each distinct block text once.
     """
 
-    __slots__ = ("after_fields", "before_fields", "column_types", "fields", "schema")
+    __slots__ = ("after", "before", "column_types", "key", "key_columns", "schema")
 
     def __init__(self, schema: dict[str, Any] | None) -> None:
         self.schema = schema
-        self.fields = _fields(schema)
+        # read as a key: its columns and their converters; as a value: the converters of the
+        # before and after images' columns
+        fields = _fields(schema)
+        self.key_columns = list(fields)
+        self.key = _converters(fields)
         before = _struct_fields(schema, "before")
         after = _struct_fields(schema, "after")
-        self.before_fields = _fields(before)
-        self.after_fields = _fields(after)
+        self.before = _converters(_fields(before))
+        self.after = _converters(_fields(after))
         self.column_types = _column_types(after or before)
 
 
@@ -389,8 +450,8 @@ def _key(key: str | None) -> tuple[dict[str, Any] | None, list[str] | None]:
     if not isinstance(payload, dict):
         # A primitive key (message.key.columns on one column): no column name to give it.
         return {"key": payload}, ["key"]
-    converted, _ = _image(payload, envelope.fields, "key")
-    return converted, list(envelope.fields) or list(payload)
+    converted, _ = _image(payload, envelope.key, "key")
+    return converted, list(envelope.key_columns or payload)
 
 
 def _linked_key(text: str | None) -> str | None:
@@ -489,8 +550,8 @@ def _decode(
         common["schema_name"] = source.get("schema")
 
     if op_raw in OPS:
-        before, before_missing = _image(payload.get("before"), envelope.before_fields, "before")
-        after, after_missing = _image(payload.get("after"), envelope.after_fields, "after")
+        before, before_missing = _image(payload.get("before"), envelope.before, "before")
+        after, after_missing = _image(payload.get("after"), envelope.after, "after")
         if op_raw in ("c", "r") and after is None:
             raise DecodeError(f"op '{op_raw}' without an 'after' image")
         if op_raw == "d" and before is None and key_values is None:

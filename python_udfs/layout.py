@@ -93,9 +93,12 @@ FIELD_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FIELDS)
 SPARK_SCHEMA: str = "array<struct<" + ", ".join(f"{n}: {t}" for n, t, _ in FIELDS) + ">>"
 
 
+_FIELD_SET = frozenset(FIELD_NAMES)
+
+
 def record(**values: Any) -> dict[str, Any]:
     """Return a layout record: every field present, unknown names rejected."""
-    unknown = set(values) - set(FIELD_NAMES)
+    unknown = values.keys() - _FIELD_SET
     if unknown:
         raise KeyError(f"not in the common layout: {sorted(unknown)}")
     out = dict.fromkeys(FIELD_NAMES)
