@@ -35,6 +35,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,10 @@ def land(argv: Sequence[str]) -> int:
     opts = parser.parse_args(argv)
     home = runtime.project_dir()
     root = opts.landing_root or landing_root(home)
-    for path in land_files(opts.feed, opts.paths, root, home):
-        print(f"landed {path}")
+    landed = land_files(opts.feed, opts.paths, root, home)
+    size = sum(path.stat().st_size for path in landed)
+    folders = sorted({str(path.parent) for path in landed})
+    print(f"landed {len(landed)} file(s), {size / 2**20:,.1f} MiB, into {', '.join(folders)}")
     return 0
 
 
@@ -111,13 +114,23 @@ def demo(argv: Sequence[str]) -> int:
         for batch in group:
             for feed_dir in sorted(p for p in batch.iterdir() if p.is_dir()):
                 land_files(feed_dir.name, [feed_dir], root, home)
-        print(f"landed {', '.join(b.name for b in group)} into {root}; building")
-        args = ["build"] + (["--full-refresh"] if opts.fresh and step == 0 else [])
-        code, result = run_dbt(args)
+        fresh = opts.fresh and step == 0
+        print(
+            f"landed {', '.join(b.name for b in group)} into {root}; "
+            f"building {'from scratch' if fresh else 'incrementally'} ...",
+            flush=True,
+        )
+        # dbt's line per node goes to logs/dbt.log; errors still reach the terminal
+        started = time.monotonic()
+        code, result = run_dbt(["build", "--quiet"] + (["--full-refresh"] if fresh else []))
+        if result is not None and result.result is not None:
+            print(
+                f"built in {time.monotonic() - started:.0f} s: {_summarise(result)} "
+                f"(each node: logs/dbt.log)",
+                flush=True,
+            )
         if code != 0:
             break
-    if result is not None and result.result is not None:
-        print(f"\nbuilt: {_summarise(result)} (each node: logs/dbt.log)")
     if code == 0:
         print_summary()
         code = print_expected(summary)
