@@ -9,8 +9,8 @@ its whole life: another process cannot open the metastore beside it, and the loc
 with the server, however it ends.
 
 The Python UDFs are registered by each client session, as on any Connect target, and run in
-the server's Python workers, which use this environment's Python (and so this project's
-``python_udfs``; a worker started after an edit imports the edited code).
+the server's Python workers, which use this environment's Python and this checkout's
+``python_udfs``; workers keep the code they imported, so an edit of it needs a restart.
 """
 
 from __future__ import annotations
