@@ -1,18 +1,29 @@
 {#
     What a data test reads. `dbt test` (and any command with the var changelake_test_scope set
-    to 'all') tests every row. `dbt build` and `dbt run` test what the run changed: a model whose
-    stores (the incremental models it is computed from, nearest first) committed no batch in
-    this invocation holds exactly what the last build tested, so its tests read an empty
-    relation and pass at once. A run with nothing new therefore tests nothing again.
+    to 'all') tests every row. `dbt build` and `dbt run` test what the run changed:
+
+    - a model whose stores (the incremental models it is computed from, nearest first)
+      committed no batch in this invocation holds exactly what the last build tested: its tests
+      read an empty relation and pass at once, so a run with nothing new tests nothing again;
+    - a model computed from the history store alone (cdc_history, cdc_current, the typed
+      tables) is tested on the keys this run's layer touched: every version of each such key,
+      which is what the per-key SCD-2 rules need;
+    - a model computed from the change log alone (cdc_change_log) on the changes this run
+      logged (a duplicate of an older change shares its change_id, so `unique` still sees it);
+    - any other model (the quarantine, the schema changes, the feed health), every row.
 #}
 
-{# purpose: dbt's test relation, emptied when this invocation changed nothing it is built from #}
+{# purpose: dbt's test relation, narrowed to what this invocation changed (see above) #}
 {% macro spark__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
-    {%- set unchanged = not changelake_relation_changed(relation) -%}
-    {%- if unchanged or where -%}
+    {%- set scope = changelake_changed_rows(relation) -%}
+    {%- set predicates = [where] if where else [] -%}
+    {%- if scope != 'true' -%}
+        {%- do predicates.append(scope) -%}
+    {%- endif -%}
+    {%- if predicates -%}
         {%- set filtered -%}
-            (select * from {{ relation }} where {{ 'false' if unchanged else where }}) dbt_subquery
+            (select * from {{ relation }} where {{ predicates | join(' and ') }}) dbt_subquery
         {%- endset -%}
         {{ return(filtered) }}
     {%- endif -%}
@@ -21,21 +32,44 @@
 
 {# purpose: whether this invocation may have changed `relation` (true when unsure) #}
 {% macro changelake_relation_changed(relation) %}
+    {{ return(changelake_changed_rows(relation) != 'false') }}
+{% endmacro %}
+
+{#
+    purpose: SQL predicate over the rows of `relation` this invocation may have changed: 'true'
+    when unsure or when every row is tested, 'false' when none changed
+#}
+{% macro changelake_changed_rows(relation) %}
     {%- if not execute or flags.WHICH not in ('build', 'run')
         or var('changelake_test_scope', 'changed') == 'all' -%}
-        {{ return(true) }}
+        {{ return('true') }}
     {%- endif -%}
     {%- set stores = _changelake_nearest_stores(relation.identifier) -%}
     {%- if stores is none -%}
-        {{ return(true) }}
+        {{ return('true') }}
     {%- endif -%}
-    {%- if not stores -%}
-        {{ return(false) }}
+    {%- if not _changelake_stores_committed_now(stores) -%}
+        {{ return('false') }}
     {%- endif -%}
-    {%- for store in stores if _changelake_committed_now(store) -%}
-        {{ return(true) }}
+    {%- set columns = _changelake_documented_columns(relation.identifier) -%}
+    {%- set batch = "batch_id = '" ~ invocation_id ~ "'" -%}
+    {%- if stores == ['int_history_versions'] and 'key_json' in columns -%}
+        {{ return('key_json in (select key_json from ' ~ target.schema ~ '.int_history_versions where '
+            ~ batch ~ ')') }}
+    {%- elif stores == ['int_changes_unioned'] and 'change_id' in columns -%}
+        {{ return('change_id in (select change_id from ' ~ target.schema ~ '.int_changes_unioned where '
+            ~ batch ~ ')') }}
+    {%- endif -%}
+    {{ return('true') }}
+{% endmacro %}
+
+{# purpose: the columns documented for the model aliased `identifier` (none when unknown) #}
+{% macro _changelake_documented_columns(identifier) %}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model'
+        and node.package_name == project_name and node.alias == identifier -%}
+        {{ return(node.columns.keys() | list) }}
     {%- endfor -%}
-    {{ return(false) }}
+    {{ return([]) }}
 {% endmacro %}
 
 {#
@@ -83,21 +117,29 @@
 {% endmacro %}
 
 {#
-    purpose: whether the store `model_identifier` committed a batch in this invocation. Asked
-    only by tests, which run after every model they read has finished, so the answer is final:
-    it is remembered for the invocation (in the graph dict dbt shares between its nodes).
+    purpose: the stores among `stores` that committed a batch in this invocation. Asked only by
+    tests, which run after every model they read has finished, so the answer is final: it is
+    remembered for the invocation (in the graph dict dbt shares between its nodes).
 #}
-{% macro _changelake_committed_now(model_identifier) %}
+{% macro _changelake_stores_committed_now(stores) %}
     {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
-    {%- set key = invocation_id ~ '/' ~ model_identifier -%}
-    {%- if key not in memo -%}
-        {%- set query -%}
-            select count(*) from {{ changelake_ledger(model_identifier) }}
-            where batch_id = '{{ invocation_id }}'
-        {%- endset -%}
-        {%- do memo.update({key: run_query(query).columns[0].values()[0] > 0}) -%}
+    {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
+    {%- if unknown -%}
+        {%- set selects = [] -%}
+        {%- for store in unknown -%}
+            {%- do selects.append("select " ~ _changelake_literal(store) ~ " as store, count(*) > 0 as committed from "
+                ~ changelake_ledger(store) ~ " where batch_id = '" ~ invocation_id ~ "'") -%}
+        {%- endfor -%}
+        {%- set answers = memo.setdefault(invocation_id, {}) -%}
+        {%- for row in run_query(selects | join(' union all ')) -%}
+            {%- do answers.update({row[0]: row[1]}) -%}
+        {%- endfor -%}
     {%- endif -%}
-    {{ return(memo[key]) }}
+    {%- set committed = [] -%}
+    {%- for store in stores if memo[invocation_id][store] -%}
+        {%- do committed.append(store) -%}
+    {%- endfor -%}
+    {{ return(committed) }}
 {% endmacro %}
 
 {#
