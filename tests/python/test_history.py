@@ -189,3 +189,42 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     # ---- rebuilt from scratch: exactly what the runs gave ---------------------------------
     dbt("build", "--full-refresh")
     assert history(spark, s) == expected
+
+
+def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tmp_path):
+    from python_udfs.project import run_dbt
+
+    land(
+        dbt,
+        tmp_path,
+        "a.jsonl",
+        [message(10, "c", 1, after={"id": 1, "v": "a"}), message(11, "c", 2, after={"id": 2})],
+    )
+    dbt("build")
+    s = dbt.schema
+    # a broken history for key 1: a second current version, in a layer the ledger calls committed
+    spark.sql(
+        f"insert into {s}.int_history_versions by name "
+        f"select * except (batch_id, part), 'forged' as batch_id, 'closed' as part "
+        f"from {s}.int_history_versions where part = 'frontier' and key_json = '{{\"id\":1}}'"
+    )
+    spark.sql(
+        f"insert into {s}.changelake_batches__int_history_versions "
+        f"values ('batch', 'forged', current_timestamp(), 1)"
+    )
+    history_tests = ["--select", "cdc_history"]
+
+    # a build that touches key 2 only tests key 2's versions: it passes
+    land(dbt, tmp_path, "b.jsonl", [message(12, "u", 2, after={"id": 2, "v": "b"})])
+    code, result = run_dbt(["build"])
+    assert code == 0, result.exception
+    tested = [r for r in result.result.results if r.node.resource_type == "test"]
+    assert any("cdc_history" in r.node.name for r in tested)
+    # `dbt test` reads every key: the forged version of key 1 fails it
+    assert run_dbt(["test", *history_tests])[0] == 1
+    # a build that touches key 1 tests key 1: it fails
+    land(dbt, tmp_path, "c.jsonl", [message(13, "u", 1, after={"id": 1, "v": "c"})])
+    code, result = run_dbt(["build"])
+    assert code == 1
+    failed = {r.node.name for r in result.result.results if r.status == "fail"}
+    assert any(name.startswith("at_most_one_current_version_cdc_history") for name in failed)
