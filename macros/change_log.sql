@@ -17,23 +17,28 @@
 {% endmacro %}
 
 {# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
-   consumed by this model, at compile time #}
+   consumed by this model, at compile time: batch id -> rows the batch wrote #}
 {% macro _changelake_pending_batches(prefix='decoded_') %}
     {%- if not execute -%}
-        {{ return([]) }}
+        {{ return({}) }}
     {%- endif -%}
     {%- set query -%}
-        select distinct committed.batch_id
+        select committed.batch_id, sum(committed.rows_written) as rows_written
         from (
             {%- for model in _changelake_incremental_models(prefix) %}
-            select batch_id from {{ changelake_ledger(model) }} where kind = 'batch'
+            select batch_id, rows_written from {{ changelake_ledger(model) }} where kind = 'batch'
             {%- if not loop.last %} union all{% endif %}
             {%- endfor %}
         ) as committed
         left anti join {{ changelake_ledger(this.identifier) }} as consumed
             on committed.batch_id = consumed.batch_id and consumed.kind = 'consumed'
+        group by committed.batch_id
     {%- endset -%}
-    {{ return(run_query(query).columns[0].values() | list) }}
+    {%- set pending = {} -%}
+    {%- for row in run_query(query) -%}
+        {%- do pending.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {{ return(pending) }}
 {% endmacro %}
 
 {#
@@ -276,6 +281,19 @@ all_changes as (
     select {{ columns | join(', ') }} from unmatched_halves
 ),
 
+{%- if incremental %}
+
+-- the logged changes the new ones may repeat: the new ids are few, so this semi join probes
+-- the log's ids against them (broadcast when the pending batches are small enough to)
+repeated as (
+    select {{ '/*+ broadcast(new_ids) */' if pending.values() | sum <= 2000000 else '' }}
+        logged.change_id
+    from logged
+    left semi join (select change_id from all_changes) as new_ids
+        on logged.change_id = new_ids.change_id
+),
+{%- endif %}
+
 deduplicated as (
     select
         *,
@@ -294,7 +312,7 @@ final as (
         '{{ invocation_id }}' as batch_id
     from deduplicated
     {%- if incremental %}
-    left anti join logged on deduplicated.change_id = logged.change_id
+    left anti join repeated on deduplicated.change_id = repeated.change_id
     {%- endif %}
     where deduplicated.delivery_number = 1
 )
