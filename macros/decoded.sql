@@ -81,7 +81,7 @@
 
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- if not files %}
-{{ _changelake_nothing_new() }} -- no new landed file
+{{ _changelake_nothing_new() }} /* no new landed file */
     {%- endif %}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
