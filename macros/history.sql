@@ -257,7 +257,9 @@
             for the marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {%- set any_late = _changelake_history_classify(changes_model, pending) if incremental else true -%}
+    {%- set classification = _changelake_history_classify(changes_model, pending)
+        if incremental else {'any_late': true, 'view': none} -%}
+    {%- set any_late = classification['any_late'] -%}
 with
 
 changes as (
@@ -281,10 +283,16 @@ new_truncates as (
 ),
 {%- if incremental %}
 
+{%- if classification['view'] %}
+
 -- the touched keys, classified when the model compiled (a cached view of this session)
 classified as (
-    select * from {{ _changelake_classified_view() }}
+    select * from {{ classification['view'] }}
 ),
+{%- else %}
+
+{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates') }}
+{%- endif %}
 
 -- keys whose new changes all come after what was seen: the new changes, from the frontier
 resumed_events as (
@@ -559,12 +567,14 @@ classified as (
 {#
     purpose: at compile time, classify the keys the pending change-log batches touch (see
     `_changelake_history_classified`) into a cached temporary view of this session, read by the
-    run's query and dropped by its post-hook; return whether any key must be re-folded from all
-    its changes (when none is, the run does not read the change log's past at all)
+    run's query and dropped by its post-hook; return the view and whether any key must be
+    re-folded from all its changes (when none is, the run does not read the change log's past
+    at all). Without a view (dbt's unit tests give `any_late` and no view), the run's query
+    classifies the keys itself.
 #}
 {% macro _changelake_history_classify(changes_model, pending) %}
     {%- if not execute -%}
-        {{ return(true) }}
+        {{ return({'any_late': true, 'view': none}) }}
     {%- endif -%}
     {%- set view = _changelake_classified_view() -%}
     {%- do run_query('drop view if exists ' ~ view) -%}
@@ -595,7 +605,8 @@ classified as (
         select * from final
     {%- endset -%}
     {%- do run_query(query) -%}
-    {{ return(run_query('select count(*) from ' ~ view ~ ' where is_late').columns[0].values()[0] > 0) }}
+    {%- set late = run_query('select count(*) from ' ~ view ~ ' where is_late').columns[0].values()[0] -%}
+    {{ return({'any_late': late > 0, 'view': view}) }}
 {% endmacro %}
 
 {# purpose: the session's temporary view of the keys this run of the model classified #}
