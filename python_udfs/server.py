@@ -15,6 +15,7 @@ the server's Python workers, which use this environment's Python and this checko
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -147,7 +148,7 @@ def start(home: Path, port: int = DEFAULT_PORT, timeout: float = 180) -> dict[st
             tail = log.read_text(errors="replace")[-1500:]
             raise runtime.ChangeLakeError(f"the server exited with {proc.returncode}: {tail}")
         if time.monotonic() > deadline:
-            _terminate(proc.pid)
+            _terminate(proc.pid, port)
             raise runtime.ChangeLakeError(
                 f"the server did not listen within {timeout:.0f} s: {log}"
             )
@@ -156,25 +157,32 @@ def start(home: Path, port: int = DEFAULT_PORT, timeout: float = 180) -> dict[st
     return server
 
 
-def _terminate(pid: int, timeout: float = 60) -> None:
-    """Stop the server's process group: SIGTERM, then SIGKILL after ``timeout`` seconds."""
-    try:
+def _terminate(pid: int, port: int | None = None, timeout: float = 60) -> None:
+    """Stop the server's process group (spark-submit and the JVM it starts): SIGTERM, then
+    SIGKILL after ``timeout`` seconds; return once it is gone and its port is closed."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while _alive(pid):
-        if time.monotonic() > deadline:
+    if not _gone(pid, port, timeout):
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-            break
+        _gone(pid, None, 10)
+
+
+def _gone(pid: int, port: int | None, timeout: float) -> bool:
+    """Wait until ``pid`` has ended and nothing listens on ``port``; False after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while _alive(pid) or (port is not None and _listening(port)):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.2)
+    return True
 
 
 def stop(home: Path) -> dict[str, Any] | None:
     """Stop the running server, if any; return what it was."""
     server = running(home)
     if server is not None:
-        _terminate(int(server["pid"]))
+        _terminate(int(server["pid"]), int(server["port"]))
     _record(home).unlink(missing_ok=True)
     return server
 

@@ -46,7 +46,8 @@ def state(tmp_path: Path) -> Iterator[Path]:
     yield folder
     record = folder / server.SERVER_FILE
     if record.exists():
-        server._terminate(json.loads(record.read_text())["pid"])
+        left = json.loads(record.read_text())
+        server._terminate(left["pid"], left["port"])
 
 
 def _changelake(state: Path, landing: Path, *args: str) -> subprocess.CompletedProcess:
