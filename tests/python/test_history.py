@@ -213,10 +213,11 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
         f"values ('batch', 'forged', current_timestamp(), 1)"
     )
     history_tests = ["--select", "cdc_history"]
+    pg_and_downstream = ["--select", "decoded_pg_inventory+"]
 
     # a build that touches key 2 only tests key 2's versions: it passes
     land(dbt, tmp_path, "b.jsonl", [message(12, "u", 2, after={"id": 2, "v": "b"})])
-    code, result = run_dbt(["build"])
+    code, result = run_dbt(["build", *pg_and_downstream])
     assert code == 0, result.exception
     tested = [r for r in result.result.results if r.node.resource_type == "test"]
     assert any("cdc_history" in r.node.name for r in tested)
@@ -224,7 +225,7 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
     assert run_dbt(["test", *history_tests])[0] == 1
     # a build that touches key 1 tests key 1: it fails
     land(dbt, tmp_path, "c.jsonl", [message(13, "u", 1, after={"id": 1, "v": "c"})])
-    code, result = run_dbt(["build"])
+    code, result = run_dbt(["build", *pg_and_downstream])
     assert code == 1
     failed = {r.node.name for r in result.result.results if r.status == "fail"}
     assert any(name.startswith("at_most_one_current_version_cdc_history") for name in failed)
