@@ -423,8 +423,14 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
                     **{name: read_seconds(spark, sql) for name, sql in reads.items()},
                 }
             )
-            runtime.log(f"bench: age run {number}/{runs}: {seconds:.1f} s")
+            last = out["runs"][-1]
+            runtime.log(
+                f"bench: age run {number}/{runs}: {seconds:.1f} s, storage "
+                f"{last['storage'] / 2**20:.1f} MiB, reads current {last['current']:.2f} s, "
+                f"key history {last['key_history']:.2f} s, typed {last['typed_current']:.2f} s"
+            )
         out["idle"] = timed(lambda: _dbt("build"))
+        runtime.log(f"bench: idle build {out['idle']:.1f} s")
         out["matched"] = all(r["matched"] for r in generator.compare(spark, schema, summary))
         spark.sql(f"drop table if exists {schema}.bench_current_copy")
         spark.sql(
@@ -684,6 +690,10 @@ def run(
     record_bytes = sum(os.path.getsize(p) for p in pg_files) // max(1, events)
     runtime.log(f"bench: decoding {events} PostgreSQL records")
     decode = decode_bench(spark, pg_files, rounds)
+    runtime.log(
+        f"bench: decode floor {decode['floor']:.1f} s, native {decode['native']:.1f} s, "
+        f"UDF {decode['udf']:.1f} s ({decode['udf'] / decode['native']:.2f}x native)"
+    )
     shutil.rmtree(pg, ignore_errors=True)
     results: dict[str, Any] = {
         "machine": machine(spark),
@@ -697,9 +707,19 @@ def run(
     sizes = ((max(1000, events // 10), "tenth"), (events, "full"))
     for size, label in sizes if tenth else sizes[1:]:
         runtime.log(f"bench: pipeline over {size} changes")
-        results["pipeline"].append(pipeline_bench(spark, work, size, label))
+        p = pipeline_bench(spark, work, size, label)
+        results["pipeline"].append(p)
+        runtime.log(
+            f"bench: {size} changes: first build {p['first_build']:.1f} s, +1% "
+            f"{p['incremental']:.1f} s, full refresh {p['full_refresh']:.1f} s "
+            f"({p['incremental'] / p['full_refresh']:.2f}), accounting {p['accounting_test']:.1f} s"
+        )
     runtime.log("bench: decode per feed")
     results["per_format"] = per_format_bench(spark, work / "data-full", rounds)
+    runtime.log(
+        "bench: decode per feed, records/s: "
+        + ", ".join(f"{f['feed']} {f['records'] / f['seconds']:,.0f}" for f in results["per_format"])
+    )
     if age_runs:
         runtime.log(f"bench: {age_runs} runs of {age_increment} changes each")
         results["age"] = age_bench(spark, work, age_runs, age_increment)
