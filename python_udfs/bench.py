@@ -716,10 +716,8 @@ def run(
         )
     runtime.log("bench: decode per feed")
     results["per_format"] = per_format_bench(spark, work / "data-full", rounds)
-    runtime.log(
-        "bench: decode per feed, records/s: "
-        + ", ".join(f"{f['feed']} {f['records'] / f['seconds']:,.0f}" for f in results["per_format"])
-    )
+    rates = [f"{f['feed']} {f['records'] / f['seconds']:,.0f}" for f in results["per_format"]]
+    runtime.log("bench: decode per feed, records/s: " + ", ".join(rates))
     if age_runs:
         runtime.log(f"bench: {age_runs} runs of {age_increment} changes each")
         results["age"] = age_bench(spark, work, age_runs, age_increment)
