@@ -205,7 +205,8 @@ def _converter(schema: Any) -> Callable[[Any], Any] | None:
     value is kept as sent (most columns), else `_convert` bound to the column's schema."""
     if not isinstance(schema, dict):
         return None
-    name = schema.get("name") or ""
+    name = schema.get("name")
+    name = name if isinstance(name, str) else ""  # `_convert` matches text names only
     kind = str(schema.get("type") or "").lower()
     if name not in _CONVERTED_NAMES and kind in _AS_SENT_KINDS:
         return None
