@@ -7,9 +7,8 @@
 {% endmacro %}
 
 {#
-    purpose: whether this model's compiled SQL found nothing new: its post-hooks (commit,
-    quarantine of unreadable files, compaction) have nothing to do and are skipped, so a run
-    with nothing new costs no query per model after its (empty) insert
+    purpose: whether this model's compiled SQL found nothing new: its post-hooks that act on
+    the batch (commit, quarantine of unreadable files) have nothing to do and are skipped
 #}
 {% macro _changelake_batch_is_empty() %}
     {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}

@@ -253,8 +253,8 @@
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
     {%- if incremental and not pending -%}
-        {#- nothing new: write nothing, read nothing, commit and compact nothing (the hooks look
-            for the marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
+        {#- nothing new: write nothing, read nothing, commit nothing (the hooks look for the
+            marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {%- set classification = _changelake_history_classify(changes_model, pending)
@@ -629,7 +629,8 @@ classified as (
     then every partition that is no longer live (replaced, or left by a killed run) is dropped.
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2) %}
-    {%- if not execute or _changelake_batch_is_empty() -%}
+    {#- also after a run with nothing new: a compaction a killed run left undone is done then -#}
+    {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
     {%- set ledger = changelake_ledger(this.identifier) -%}
