@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import warnings
 import zipfile
 from dataclasses import dataclass, field
@@ -200,15 +201,27 @@ class MetastoreLock:
         self._fd = fd
         self.note_holder(f"pid {os.getpid()}: {' '.join(sys.argv)[:150]}")
 
-    def _check_derby_free(self) -> None:
-        """Fail if a JVM that took no lock of ours (plain ``dbt``) has booted the database."""
+    def _check_derby_free(self, patience: float = 5.0) -> None:
+        """Fail if a JVM that took no lock of ours (plain ``dbt``) has booted the database.
+
+        The JVM of a ``changelake`` command that has just ended can hold Derby's lock for a
+        moment after its Python process is gone: the probe tries for ``patience`` seconds.
+        """
         dbex = self.state / "metastore_db" / "dbex.lck"
         if not dbex.exists():
             return
         fd = os.open(dbex, os.O_RDWR)
+        deadline = time.monotonic() + patience
         try:
             # Java's FileChannel.tryLock takes a POSIX record lock; lockf sees it.
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            while True:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.25)
         except OSError:
             raise ChangeLakeError(
                 f"the embedded metastore at {dbex.parent} is open in another process "
