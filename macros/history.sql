@@ -83,10 +83,9 @@
 
 {#
     purpose: SQL (a select) of the live frontier of the history store `relation`: one row per
-    key, from the newest layer holding the key; with `keys` (a relation of table id and
-    key_json), only those keys' rows, filtered before they are ranked
+    key, from the newest layer holding the key.
 #}
-{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', keys=none) %}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions') %}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     with
 
@@ -101,9 +100,6 @@
             live_layers.is_base
         from {{ relation }} as stored
         inner join live_layers on stored.batch_id = live_layers.batch_id
-        {%- if keys %}
-        left semi join {{ keys }} as wanted on {{ _changelake_same_table('stored', 'wanted', key=true) }}
-        {%- endif %}
         where stored.part = 'frontier' and live_layers.has_live_frontier
     ),
 
@@ -257,9 +253,7 @@
             marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {%- set classification = _changelake_history_classify(changes_model, pending)
-        if incremental else {'any_late': true, 'view': none} -%}
-    {%- set any_late = classification['any_late'] -%}
+    {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
 with
 
 changes as (
@@ -283,16 +277,7 @@ new_truncates as (
 ),
 {%- if incremental %}
 
-{%- if classification['view'] %}
-
--- the touched keys, classified when the model compiled (a cached view of this session)
-classified as (
-    select * from {{ classification['view'] }}
-),
-{%- else %}
-
 {{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates') }}
-{%- endif %}
 
 -- keys whose new changes all come after what was seen: the new changes, from the frontier
 resumed_events as (
@@ -486,22 +471,8 @@ from final
 {% macro _changelake_history_classified(pending_events, pending_truncates) %}
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
--- the keys the pending changes can touch: their own, and every key of a truncated table
-truncated_tables as (
-    select distinct {{ table_id | join(', ') }} from {{ pending_truncates }}
-),
-
-wanted_keys as (
-    select {{ key | join(', ') }} from {{ pending_events }}
-    union all
-    select {% for column in key %}stored.{{ column }}{{ ", " if not loop.last }}{% endfor %}
-    from {{ this }} as stored
-    left semi join truncated_tables on {{ _changelake_same_table('stored', 'truncated_tables') }}
-    where stored.part = 'frontier'
-),
-
 frontier as (
-    {{ changelake_history_frontier(this, this.identifier, keys='wanted_keys') }}
+    {{ changelake_history_frontier(this, this.identifier) }}
 ),
 
 old_truncates as (
@@ -565,21 +536,14 @@ classified as (
 {% endmacro %}
 
 {#
-    purpose: at compile time, classify the keys the pending change-log batches touch (see
-    `_changelake_history_classified`) into a cached temporary view of this session, read by the
-    run's query and dropped by its post-hook; return the view and whether any key must be
-    re-folded from all its changes (when none is, the run does not read the change log's past
-    at all). Without a view (dbt's unit tests give `any_late` and no view), the run's query
-    classifies the keys itself.
+    purpose: whether any key of the pending change-log batches must be re-folded from all its
+    changes, at compile time: when none is, the run does not read the change log's past at all.
 #}
-{% macro _changelake_history_classify(changes_model, pending) %}
+{% macro _changelake_history_any_late(changes_model, pending) %}
     {%- if not execute -%}
-        {{ return({'any_late': true, 'view': none}) }}
+        {{ return(true) }}
     {%- endif -%}
-    {%- set view = _changelake_classified_view() -%}
-    {%- do run_query('drop view if exists ' ~ view) -%}
     {%- set query -%}
-        cache table {{ view }} as
         with
 
         changes as (
@@ -598,28 +562,13 @@ classified as (
 
         {{ _changelake_history_classified('new_events', 'new_truncates') }}
 
-        final as (
-            select * from classified
+        late as (
+            select count(*) as late_keys from classified where is_late
         )
 
-        select * from final
+        select late_keys from late
     {%- endset -%}
-    {%- do run_query(query) -%}
-    {%- set late = run_query('select count(*) from ' ~ view ~ ' where is_late').columns[0].values()[0] -%}
-    {{ return({'any_late': late > 0, 'view': view}) }}
-{% endmacro %}
-
-{# purpose: the session's temporary view of the keys this run of the model classified #}
-{% macro _changelake_classified_view() %}
-    {{ return('changelake_classified__' ~ this.identifier) }}
-{% endmacro %}
-
-{# purpose: post-hook dropping (and so uncaching) the run's classified keys #}
-{% macro changelake_release_classified() %}
-    {%- if not execute or _changelake_batch_is_empty() -%}
-        {{ return('') }}
-    {%- endif -%}
-    drop view if exists {{ _changelake_classified_view() }}
+    {{ return(run_query(query).columns[0].values()[0] > 0) }}
 {% endmacro %}
 
 {#

@@ -5,7 +5,6 @@
     partition_by=['batch_id', 'part'],
     post_hook=[
         "{{ changelake_commit_consuming_batch('int_changes_unioned') }}",
-        "{{ changelake_release_classified() }}",
         "{{ changelake_compact_history() }}",
     ],
 ) }}
