@@ -9,33 +9,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_targets import CHANGELAKE, SAMPLE, _free_port
 
 from python_udfs import runtime, server
 
-CHANGELAKE = Path(sys.executable).parent / "changelake"
-SAMPLE = (
-    Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
-)
-
 pytestmark = pytest.mark.dbt
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture
@@ -95,7 +78,7 @@ def test_dbt_runs_on_the_local_server_until_it_is_stopped(state, tmp_path):
     stopped = _changelake(state, landing, "server", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert f"stopped the server on sc://127.0.0.1:{port}" in stopped.stdout
-    assert not _listening(port)
+    assert not server._listening(port)
     assert not server._alive(pid)
     assert _changelake(state, landing, "server", "status").stdout.strip() == "no server"
     # the lock went with the server
