@@ -37,7 +37,7 @@ bench: setup
 	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
 pytest: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check python_udfs tests

@@ -146,6 +146,32 @@
 {% endmacro %}
 
 {#
+    purpose: SQL of the declared feeds whose folder lists no file (feed, landing_folder). At run
+    time the folders are listed once, here: a warning names each such feed with its folder, and
+    the SQL returned is those rows as literals (the data test that reads it lists nothing again).
+#}
+{% macro changelake_feeds_without_files() %}
+    {%- set query = 'select feed, landing_folder from (' ~ changelake_feed_folders()
+        ~ ') as folders where files_listed = 0' -%}
+    {%- if not execute -%}
+        {{ return(query) }}
+    {%- endif -%}
+    {%- set named = [] -%}
+    {%- set rows = [] -%}
+    {%- for row in run_query(query ~ ' order by feed').rows -%}
+        {%- do named.append(row[0] ~ ' (' ~ row[1] ~ ')') -%}
+        {%- do rows.append('select ' ~ _changelake_literal(row[0]) ~ ' as feed, '
+            ~ _changelake_literal(row[1]) ~ ' as landing_folder') -%}
+    {%- endfor -%}
+    {%- if named -%}
+        {%- do exceptions.warn(named | length ~ ' declared feed(s) have no landed file: '
+            ~ named | join(', ') ~ "; land files there, or fix the feed's path or the landing root") -%}
+    {%- endif -%}
+    {{ return(_changelake_union_all(rows,
+        'select cast(null as string) as feed, cast(null as string) as landing_folder')) }}
+{% endmacro %}
+
+{#
     purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
     the `landing` source, one row per feed; an empty relation when there are none.
 #}

@@ -3,11 +3,16 @@
 A Spark JVM takes 5-15 s to start and a cold dbt run 15-25 s; on the warm session a dbt
 invocation takes about a second. So the suite starts one session (through the same
 ``changelake`` runtime users run) on a temporary state folder, and every dbt test reuses it.
+
+`make test` runs the files on two pytest-xdist workers (``-n 2 --dist loadfile``): each worker
+has its own session, state folder and dbt target folder, and a file's tests stay on one worker
+so module fixtures (one built project read by many tests) are built once.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +23,25 @@ import pytest
 PROJECT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED = PROJECT.parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One random seed for the whole run (every xdist worker must collect the same test ids);
+    per worker, dbt's target and log folders of its own."""
+    worker = getattr(config, "workerinput", None)
+    if worker is None:
+        seed = os.environ.get("CHANGELAKE_TEST_SEED") or random.SystemRandom().randrange(10**6)
+        os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
+        return
+    os.environ["CHANGELAKE_TEST_SEED"] = worker["changelake_test_seed"]
+    os.environ["DBT_TARGET_PATH"] = f"target/{worker['workerid']}"  # in its project
+    os.environ["DBT_LOG_PATH"] = f"logs/{worker['workerid']}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(xdist, in the controller) hand the run's seed to each worker."""
+    node.workerinput["changelake_test_seed"] = os.environ["CHANGELAKE_TEST_SEED"]
 
 
 @pytest.fixture(scope="session")

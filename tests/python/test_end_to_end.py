@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -81,9 +80,9 @@ def test_demo_feeds_build_end_to_end(dbt, spark, tmp_path):
     assert sorted(spark.sql(query).collect()) == before
 
 
-# one fixed history, and one drawn at random each run (the seed is in the test id; rerun a
-# failing one with CHANGELAKE_TEST_SEED=<seed>)
-RANDOM_SEED = int(os.environ.get("CHANGELAKE_TEST_SEED") or random.SystemRandom().randrange(10**6))
+# one fixed history, and one drawn at random each run (conftest draws it; the seed is in the
+# test id; rerun a failing one with CHANGELAKE_TEST_SEED=<seed>)
+RANDOM_SEED = int(os.environ["CHANGELAKE_TEST_SEED"])
 
 
 @pytest.mark.parametrize(

@@ -168,6 +168,7 @@ def test_cluster_target_runs_on_a_standalone_cluster(servers, tmp_path):
     # 8 of the 9 demo feeds have no landed file here: a warning names them
     assert "Completed with 1 warning" in out.stdout
     assert "WARN 8 assert_every_declared_feed_has_landed_files" in out.stdout
+    assert "8 declared feed(s) have no landed file: canal_inventory (" in out.stdout
     assert " ERROR=0 " in out.stdout
     # the UDF ran in an executor of the worker, which got the package shipped to it
     shipped = list((tmp_path / "worker").glob("app-*/*/python_udfs.zip"))
@@ -206,6 +207,7 @@ def test_connect_target_runs_on_a_spark_connect_server(servers, tmp_path):
     # 8 of the 9 demo feeds have no landed file here: a warning names them
     assert "Completed with 1 warning" in out.stdout
     assert "WARN 8 assert_every_declared_feed_has_landed_files" in out.stdout
+    assert "8 declared feed(s) have no landed file: canal_inventory (" in out.stdout
     assert " ERROR=0 " in out.stdout
     # the tables live in the server's warehouse, not the client's
     assert (tmp_path / "server-warehouse" / "changelake.db" / "decoded_pg_inventory").is_dir()
