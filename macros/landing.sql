@@ -30,10 +30,110 @@
                 {%- endif -%}
             {%- endfor -%}
         {%- endfor -%}
+        {%- do changed.extend(_changelake_check_decode_settings(recorded)) -%}
         {%- if changed -%}
             {%- do run_query('insert into ' ~ recorded_in ~ ' values ' ~ changed | join(', ')) -%}
         {%- endif -%}
     {%- endif -%}
+{% endmacro %}
+
+{# purpose: the name under which a feed's decode settings are kept in changelake_landing_tables #}
+{% macro _changelake_settings_entry(feed) %}
+    {{ return('decode settings of ' ~ feed) }}
+{% endmacro %}
+
+{# purpose: a feed's settings that decide what its records decode to, as sorted JSON #}
+{% macro _changelake_decode_settings(node) %}
+    {%- set meta = _changelake_feed_meta(node) -%}
+    {{ return(tojson({
+        'envelope_format': meta.envelope_format,
+        'shape': meta.shape,
+        'key_columns': meta.key_columns,
+    }, sort_keys=true)) }}
+{% endmacro %}
+
+{#
+    purpose: check every feed's decode settings (format, shape, key columns) against those its
+    decoded records and logged changes were made with, kept in changelake_landing_tables
+    (`recorded`: entry -> latest JSON). A setting changed under records already decoded fails
+    the run before anything is built, naming the feed, the change and the fix (a full refresh
+    of the feed's decoded model and what derives from it, or the old setting back): applied to
+    new files only, it would leave one feed decoded two ways. Key columns added for a table
+    not listed before, a feed without a decoded table yet, and settings never recorded are
+    recorded as they are; a full refresh of the decoded model records its settings once it
+    has rebuilt it (`changelake_record_decode_settings`, a post-hook), so a run killed before
+    then still finds the old ones. Returns the rows (SQL tuples) to record.
+#}
+{% macro _changelake_check_decode_settings(recorded) %}
+    {%- set rows = [] -%}
+    {%- set problems = [] -%}
+    {%- for node in _changelake_landing_nodes() -%}
+        {%- set entry = _changelake_settings_entry(node.name) -%}
+        {%- set current = _changelake_decode_settings(node) -%}
+        {%- set decoded = graph.nodes.get('model.' ~ project_name ~ '.decoded_' ~ node.name) -%}
+        {%- if decoded is not none and recorded.get(entry) != current -%}
+            {%- set differences = _changelake_settings_differences(recorded.get(entry), current)
+                if adapter.get_relation(database=decoded.database, schema=decoded.schema,
+                    identifier=decoded.alias) is not none else [] -%}
+            {%- if not differences -%}
+                {%- do rows.append('(' ~ _changelake_literal(entry) ~ ', '
+                    ~ _changelake_literal(current) ~ ', current_timestamp())') -%}
+            {%- elif decoded.unique_id in selected_resources
+                and not (flags.FULL_REFRESH and decoded.config.full_refresh is not false) -%}
+                {%- do problems.append("feed '" ~ node.name ~ "': " ~ differences | join(', ')
+                    ~ ' since its landed files were decoded; to decode them again and rebuild what'
+                    ~ ' derives from them, run `changelake dbt build --full-refresh --select '
+                    ~ decoded.name ~ '+`, or put the old setting back') -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if problems -%}
+        {{ exceptions.raise_compiler_error(problems | join('; ')) }}
+    {%- endif -%}
+    {{ return(rows) }}
+{% endmacro %}
+
+{#
+    purpose: what changed between two decode settings (JSON texts) that changes how records
+    already decoded would decode: format, shape, a listed table's key columns ([] when
+    nothing did, or nothing was recorded)
+#}
+{% macro _changelake_settings_differences(recorded, current) %}
+    {%- set differences = [] -%}
+    {%- if recorded is not none -%}
+        {%- set before = fromjson(recorded) -%}
+        {%- set after = fromjson(current) -%}
+        {%- for setting in ['envelope_format', 'shape'] -%}
+            {%- if before[setting] != after[setting] -%}
+                {%- do differences.append(setting ~ " '" ~ before[setting] ~ "' became '"
+                    ~ after[setting] ~ "'") -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- for table, columns in before.key_columns.items() -%}
+            {%- if after.key_columns.get(table) != columns -%}
+                {%- do differences.append('key_columns of ' ~ table ~ ' ' ~ tojson(columns)
+                    ~ ' became ' ~ tojson(after.key_columns.get(table))) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(differences) }}
+{% endmacro %}
+
+{#
+    purpose: post-hook of a decoded model: in a full refresh, record the feed's decode settings
+    its table was rebuilt with (see _changelake_check_decode_settings); nothing otherwise
+#}
+{% macro changelake_record_decode_settings() %}
+    {%- if not (execute and should_full_refresh()) -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set node = _changelake_landing_source(model.name[('decoded_' | length):]) -%}
+    insert into {{ target.schema }}.changelake_landing_tables
+    values (
+        {{ _changelake_literal(_changelake_settings_entry(node.name)) }},
+        {{ _changelake_literal(_changelake_decode_settings(node)) }},
+        current_timestamp()
+    )
 {% endmacro %}
 
 {#

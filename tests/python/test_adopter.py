@@ -194,3 +194,32 @@ def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkey
         )
     assert "Every version of the shop's items, typed." in dom
     assert "Price in EUR." in dom
+
+    # a feed's format changed under files already decoded fails the run, naming the change and
+    # the fix; the full refresh it names decodes them again, and later runs pass
+    config = yaml.safe_load((home / "seeds" / "changelake.yml").read_text())
+    config["feeds"]["shop_canal"]["envelope_format"] = "maxwell"
+    (home / "seeds" / "changelake.yml").write_text(yaml.safe_dump(config))
+    decoded = ["--select", "decoded_shop_canal", *project, *no_demo]
+    code, result = run_dbt(["run", *decoded])
+    assert code != 0
+    assert (
+        "feed 'shop_canal': envelope_format 'canal' became 'maxwell' since its landed files were "
+        "decoded" in _messages(result)
+    )
+    assert "--full-refresh --select decoded_shop_canal+" in _messages(result)
+    assert run_dbt(["run", "--full-refresh", *decoded])[0] == 0
+    assert run_dbt(["run", *decoded])[0] == 0
+    # (Canal messages read as Maxwell: each record is now quarantined as Maxwell rejects it)
+    errors = spark.sql(
+        f"select count(*) from {schema}.decoded_shop_canal where error_reason is not null"
+    ).first()[0]
+    assert errors == 6
+
+
+def _messages(result) -> str:
+    """Everything a dbt invocation reported: its exception and every result's message."""
+    parts = [str(result.exception or "")]
+    for r in getattr(result.result, "results", None) or []:
+        parts.append(str(r.message or ""))
+    return "\n".join(parts)
