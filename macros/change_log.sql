@@ -123,17 +123,36 @@ logged as (
     where {{ changelake_committed('change_log', this.identifier) }}
 ),
 
+-- DataWorks update halves logged by earlier runs (few: only halves whose partner landed in a
+-- later batch), with the id their merged update gets
+logged_halves as (
+    select
+        halves.*,
+        sha2(concat_ws('|', halves.feed, 'update-pair', halves.database_name,
+            halves.schema_name, halves.table_name, halves.position), 256) as pair_change_id
+    from logged as halves
+    where halves.kind = 'update_half'
+),
+
+-- those whose merged update is logged: the log's ids probed against the few pair ids (a
+-- broadcast semi join, one pass over the ids, no shuffle of the log)
+paired_halves as (
+    select /*+ broadcast(logged_halves) */
+        logged.change_id
+    from logged
+    left semi join logged_halves
+        on logged.change_id = logged_halves.pair_change_id
+),
+
 -- DataWorks update halves of earlier runs still waiting for their partner
 waiting_halves as (
     select
         {%- for column in columns %}
         {{ "'row' as kind" if column == 'kind' else 'halves.' ~ column }}{{ "," if not loop.last }}
         {%- endfor %}
-    from logged as halves
-    left anti join logged as merged
-        on sha2(concat_ws('|', halves.feed, 'update-pair', halves.database_name,
-            halves.schema_name, halves.table_name, halves.position), 256) = merged.change_id
-    where halves.kind = 'update_half'
+    from logged_halves as halves
+    left anti join paired_halves
+        on halves.pair_change_id = paired_halves.change_id
 ),
 
 candidates as (
