@@ -17,7 +17,9 @@
         {%- set target_relation = api.Relation.create(
             identifier=model['alias'], schema=schema, database=database, type='view') -%}
         {{ run_hooks(pre_hooks) }}
-        {{ noop_statement('main', 'view unchanged') }}
+        {%- call noop_statement('main', 'view unchanged') -%}
+            /* the view's stored text is this model's SQL */
+        {%- endcall %}
         {{ run_hooks(post_hooks) }}
         {{ return({'relations': [target_relation]}) }}
     {%- endif -%}
