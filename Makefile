@@ -37,7 +37,7 @@ bench: setup
 	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
 pytest: setup
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest
 
 lint: setup
 	$(BIN)/ruff check python_udfs tests

@@ -4,9 +4,9 @@ A Spark JVM takes 5-15 s to start and a cold dbt run 15-25 s; on the warm sessio
 invocation takes about a second. So the suite starts one session (through the same
 ``changelake`` runtime users run) on a temporary state folder, and every dbt test reuses it.
 
-`make test` runs the files on two pytest-xdist workers (``-n 2 --dist loadfile``): each worker
-has its own session, state folder and dbt target folder, and a file's tests stay on one worker
-so module fixtures (one built project read by many tests) are built once.
+The suite runs in one process: tried on two pytest-xdist workers, each test ran about 2.3x
+slower (two JVMs on two cores), so the whole took longer. Should it run under xdist anyway,
+each worker gets its own dbt target and log folders and the run's one random seed (below).
 """
 
 from __future__ import annotations
