@@ -83,11 +83,9 @@
 
 {#
     purpose: SQL (a select) of the live frontier of the history store `relation`: one row per
-    key, from the newest layer holding the key. With `keys` (a relation of table id and
-    key_json) only those keys, with `tables` (of table ids) only those tables: the stored rows
-    are filtered before they are ranked, so a run touching few keys ranks few rows.
+    key, from the newest layer holding the key.
 #}
-{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', keys=none, tables=none) %}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions') %}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     with
 
@@ -102,11 +100,6 @@
             live_layers.is_base
         from {{ relation }} as stored
         inner join live_layers on stored.batch_id = live_layers.batch_id
-        {%- if keys is not none %}
-        left semi join {{ keys }} as wanted on {{ _changelake_same_table('stored', 'wanted', key=true) }}
-        {%- elif tables is not none %}
-        left semi join {{ tables }} as wanted on {{ _changelake_same_table('stored', 'wanted') }}
-        {%- endif %}
         where stored.part = 'frontier' and live_layers.has_live_frontier
     ),
 
@@ -470,7 +463,7 @@ from final
 {% endmacro %}
 
 {#
-    purpose: CTEs `frontier` (the live frontier of the touched keys) and `classified`: every key the
+    purpose: CTEs `frontier` (the live frontier of this model) and `classified`: every key the
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
     truncates (it is then re-folded from all its changes).
@@ -478,6 +471,10 @@ from final
 {% macro _changelake_history_classified(pending_events, pending_truncates) %}
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
+frontier as (
+    {{ changelake_history_frontier(this, this.identifier) }}
+),
+
 old_truncates as (
     select
         {{ table_id | join(', ') }},
@@ -496,11 +493,6 @@ first_truncates as (
     group by {{ table_id | join(', ') }}
 ),
 
--- the frontier of the tables a new truncate empties (usually none)
-truncated_frontier as (
-    {{ changelake_history_frontier(this, this.identifier, tables='first_truncates') }}
-),
-
 touched as (
     select
         {{ key | join(', ') }},
@@ -512,7 +504,7 @@ touched as (
     select
         {% for column in key %}frontier.{{ column }}, {% endfor %}
         first_truncates.first_position
-    from truncated_frontier as frontier
+    from frontier
     inner join first_truncates on {{ _changelake_same_table('frontier', 'first_truncates') }}
 ),
 
@@ -523,11 +515,6 @@ touched_keys as (
     from touched
     left join first_truncates on {{ _changelake_same_table('touched', 'first_truncates') }}
     group by {% for column in key %}touched.{{ column }}{{ ", " if not loop.last }}{% endfor %}
-),
-
--- the frontier rows of the touched keys only
-frontier as (
-    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys') }}
 ),
 
 classified as (
