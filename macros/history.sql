@@ -586,28 +586,15 @@ classified as (
     {%- set stats -%}
         with live_layers as ({{ _changelake_live_layers(this.identifier) }})
         select
-            live_layers.batch_id,
-            live_layers.is_base,
-            live_layers.has_live_frontier,
-            max(ledger.rows_written) as rows_written
+            count_if(not live_layers.is_base) as delta_layers,
+            coalesce(sum(case when not live_layers.is_base then ledger.rows_written end), 0) as delta_rows,
+            coalesce(sum(case when live_layers.is_base and live_layers.has_live_frontier then ledger.rows_written end), 0) as base_rows
         from live_layers
         inner join {{ ledger }} as ledger
             on live_layers.batch_id = ledger.batch_id and ledger.kind in ('batch', 'base')
-        group by live_layers.batch_id, live_layers.is_base, live_layers.has_live_frontier
     {%- endset -%}
-    {%- set live_frontier = {} -%}
-    {%- set delta = {'layers': 0, 'rows': 0} -%}
-    {%- set base_rows = [0] -%}
-    {%- for layer in run_query(stats).rows -%}
-        {%- do live_frontier.update({layer[0]: layer[2]}) -%}
-        {%- if not layer[1] -%}
-            {%- do delta.update({'layers': delta.layers + 1, 'rows': delta.rows + layer[3]}) -%}
-        {%- elif layer[2] -%}
-            {%- do base_rows.append(layer[3]) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {%- set due = delta.layers >= 2
-        and (delta.layers >= max_layers or delta.rows > max_share * base_rows | sum) -%}
+    {%- set row = run_query(stats).rows[0] -%}
+    {%- set due = row[0] >= 2 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
     {%- if due -%}
         {%- set layer = invocation_id ~ '-base' -%}
         {%- set key = _changelake_table_id() + ['key_json'] -%}
@@ -656,25 +643,20 @@ classified as (
             where batch_id = '{{ layer }}'
         {%- endset -%}
         {%- do run_query(commit) -%}
-        {%- set live -%}
-            select batch_id, has_live_frontier from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
-        {%- endset -%}
-        {%- set live_frontier = {} -%}
-        {%- for row in run_query(live).rows -%}
-            {%- do live_frontier.update({row[0]: row[1]}) -%}
-        {%- endfor -%}
+        {%- do _changelake_drop_dead_layers() -%}
     {%- endif -%}
-    {#- every run, not only after a compaction: a run killed before or during the drop leaves
-        partitions no reader sees, and the next run drops them -#}
-    {%- do _changelake_drop_dead_layers(live_frontier) -%}
     {{ return('select 1') }}
 {% endmacro %}
 
-{#
-    purpose: drop the partitions of the history store that no reader sees any more (live
-    layers: batch id -> whether its frontier is live)
-#}
-{% macro _changelake_drop_dead_layers(live_frontier) %}
+{# purpose: drop the partitions of the history store that no reader sees any more #}
+{% macro _changelake_drop_dead_layers() %}
+    {%- set live -%}
+        select batch_id, has_live_frontier from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
+    {%- endset -%}
+    {%- set live_frontier = {} -%}
+    {%- for row in run_query(live).rows -%}
+        {%- do live_frontier.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
     {%- set dead = [] -%}
     {%- for row in run_query('show partitions ' ~ this).rows -%}
         {%- set spec = {} -%}
