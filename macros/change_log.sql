@@ -128,8 +128,7 @@ logged as (
 logged_halves as (
     select
         halves.*,
-        sha2(concat_ws('|', halves.feed, 'update-pair', halves.database_name,
-            halves.schema_name, halves.table_name, halves.position), 256) as pair_change_id
+        {{ pair_id }} as pair_change_id
     from logged as halves
     where halves.kind = 'update_half'
 ),

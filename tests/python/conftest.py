@@ -3,10 +3,6 @@
 A Spark JVM takes 5-15 s to start and a cold dbt run 15-25 s; on the warm session a dbt
 invocation takes about a second. So the suite starts one session (through the same
 ``changelake`` runtime users run) on a temporary state folder, and every dbt test reuses it.
-
-The suite runs in one process: tried on two pytest-xdist workers, each test ran about 2.3x
-slower (two JVMs on two cores), so the whole took longer. Should it run under xdist anyway,
-each worker gets its own dbt target and log folders and the run's one random seed (below).
 """
 
 from __future__ import annotations
@@ -26,22 +22,9 @@ SHARED = PROJECT.parent / "shared"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """One random seed for the whole run (every xdist worker must collect the same test ids);
-    per worker, dbt's target and log folders of its own."""
-    worker = getattr(config, "workerinput", None)
-    if worker is None:
-        seed = os.environ.get("CHANGELAKE_TEST_SEED") or random.SystemRandom().randrange(10**6)
-        os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
-        return
-    os.environ["CHANGELAKE_TEST_SEED"] = worker["changelake_test_seed"]
-    os.environ["DBT_TARGET_PATH"] = f"target/{worker['workerid']}"  # in its project
-    os.environ["DBT_LOG_PATH"] = f"logs/{worker['workerid']}"
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """(xdist, in the controller) hand the run's seed to each worker."""
-    node.workerinput["changelake_test_seed"] = os.environ["CHANGELAKE_TEST_SEED"]
+    """The run's random seed for the generated-world test, drawn once (its id shows it)."""
+    seed = os.environ.get("CHANGELAKE_TEST_SEED") or random.SystemRandom().randrange(10**6)
+    os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
 
 
 @pytest.fixture(scope="session")
