@@ -61,7 +61,7 @@
     new files only, it would leave one feed decoded two ways. Key columns added for a table
     not listed before, a feed without a decoded table yet, and settings never recorded are
     recorded as they are; a full refresh of the decoded model records its settings once it
-    has rebuilt it (`changelake_record_decode_settings`, a post-hook), so a run killed before
+    has rebuilt it (`changelake_record_decode_settings`, on-run-end), so a run killed before
     then still finds the old ones. Returns the rows (SQL tuples) to record.
 #}
 {% macro _changelake_check_decode_settings(recorded) %}
@@ -120,20 +120,34 @@
 {% endmacro %}
 
 {#
-    purpose: post-hook of a decoded model: in a full refresh, record the feed's decode settings
-    its table was rebuilt with (see _changelake_check_decode_settings); nothing otherwise
+    purpose: on-run-end: record the decode settings of every feed whose decoded model this run
+    rebuilt in full (see _changelake_check_decode_settings), in one insert. Done once the run
+    ends rather than in each model's post-hook, since decoded models build on several threads
+    and concurrent inserts into one table break each other's commit. A run killed after the
+    rebuild but before this finds the old settings recorded: the next run asks for the full
+    refresh again rather than missing a change.
 #}
-{% macro changelake_record_decode_settings() %}
-    {%- if not (execute and should_full_refresh()) -%}
+{% macro changelake_record_decode_settings(results) %}
+    {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set node = _changelake_landing_source(model.name[('decoded_' | length):]) -%}
-    insert into {{ target.schema }}.changelake_landing_tables
-    values (
-        {{ _changelake_literal(_changelake_settings_entry(node.name)) }},
-        {{ _changelake_literal(_changelake_decode_settings(node)) }},
-        current_timestamp()
-    )
+    {%- set rows = [] -%}
+    {%- for result in results
+        if result.status == 'success' and result.node.resource_type == 'model'
+        and result.node.name.startswith('decoded_') -%}
+        {%- set full_refresh = result.node.config.full_refresh -%}
+        {%- if (flags.FULL_REFRESH if full_refresh is none else full_refresh) -%}
+            {%- set node = _changelake_landing_source(result.node.name[('decoded_' | length):]) -%}
+            {%- do rows.append('(' ~ _changelake_literal(_changelake_settings_entry(node.name))
+                ~ ', ' ~ _changelake_literal(_changelake_decode_settings(node))
+                ~ ', current_timestamp())') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if rows -%}
+        {%- do run_query('insert into ' ~ target.schema ~ '.changelake_landing_tables values '
+            ~ rows | join(', ')) -%}
+    {%- endif -%}
+    {{ return('') }}
 {% endmacro %}
 
 {#
