@@ -25,7 +25,7 @@
         select committed.batch_id, sum(committed.rows_written) as rows_written
         from (
             {%- for model in _changelake_incremental_models(prefix) %}
-            select batch_id, rows_written from {{ changelake_ledger(model) }} where kind = 'batch'
+            select batch_id, rows_written from {{ changelake_ledger_rows(model) }} as ledger where kind = 'batch'
             {%- if not loop.last %} union all{% endif %}
             {%- endfor %}
         ) as committed
@@ -49,7 +49,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set consumed = _changelake_pending_batches(prefix) -%}
-    insert into {{ changelake_ledger(this.identifier) }}
+    insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
     select /*+ coalesce(1) */
         kind,
         batch_id,
@@ -69,6 +69,19 @@
     ) as ledger_rows
     -- a run that wrote and consumed nothing commits nothing
     where kind = 'consumed' or rows_written > 0
+{% endmacro %}
+
+{#
+    purpose: SQL expression: the change id of the update a complete pair of DataWorks update
+    halves merges into, from the columns of a half (optionally of `relation_alias`)
+#}
+{% macro changelake_pair_change_id(relation_alias=none) %}
+    {%- set parts = [] -%}
+    {%- for column in ['feed', "'update-pair'", 'database_name', 'schema_name', 'table_name', 'position'] -%}
+        {%- do parts.append(column if column.startswith("'") or relation_alias is none
+            else relation_alias ~ '.' ~ column) -%}
+    {%- endfor -%}
+    {{ return("sha2(concat_ws('|', " ~ parts | join(', ') ~ "), 256)") }}
 {% endmacro %}
 
 {#
@@ -95,9 +108,7 @@
         'position', 'transaction_id', 'committed_at', 'captured_at', 'kafka_timestamp',
         'landed_at', 'is_snapshot', 'source_batch_id',
     ] %}
-    {%- set pair_id -%}
-        sha2(concat_ws('|', feed, 'update-pair', database_name, schema_name, table_name, position), 256)
-    {%- endset %}
+    {%- set pair_id = changelake_pair_change_id() %}
 with
 
 records as (

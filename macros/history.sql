@@ -66,7 +66,7 @@
     are live; of the bases only the newest one's frontier is.
 #}
 {% macro _changelake_live_layers(model_identifier) %}
-    {%- set ledger = changelake_ledger(model_identifier) -%}
+    {%- set ledger = changelake_ledger_rows(model_identifier) -%}
     select
         ledger.batch_id,
         ledger.committed_at,
@@ -582,7 +582,7 @@ classified as (
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set ledger = changelake_ledger(this.identifier) -%}
+    {%- set ledger = changelake_ledger_rows(this.identifier) -%}
     {%- set stats -%}
         with live_layers as ({{ _changelake_live_layers(this.identifier) }})
         select
@@ -633,7 +633,7 @@ classified as (
         {%- endset -%}
         {%- do run_query(compaction) -%}
         {%- set commit -%}
-            insert into {{ ledger }}
+            insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
             select
                 'base' as kind,
                 '{{ layer }}' as batch_id,

@@ -8,9 +8,8 @@
 {% macro changelake_register_landing() %}
     {%- if execute -%}
         {%- do run_query('create schema if not exists ' ~ target.schema) -%}
-        {%- for model in _changelake_incremental_models() -%}
-            {%- do run_query(_changelake_ledger_ddl(model)) -%}
-        {%- endfor -%}
+        {#- a ledger is compacted once its tail holds this many commits -#}
+        {%- do _changelake_maintain_ledgers(var('changelake_ledger_max_tail', 8)) -%}
         {%- set recorded_in = target.schema ~ '.changelake_landing_tables' -%}
         {%- do run_query('create table if not exists ' ~ recorded_in
             ~ ' (table_name string, ddl string, recorded_at timestamp) using parquet') -%}
@@ -287,11 +286,21 @@
 
 {#
     purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
-    the `landing` source, one row per feed; an empty relation when there are none.
+    the `landing` source, one row per feed; an empty relation when there are none. With
+    `scope` (a predicate over the decoded records), only the files its records came from are
+    read: they are listed first, and named to the raw tables as literals, so no other file is
+    opened.
 #}
-{% macro changelake_landed_records() %}
+{% macro changelake_landed_records(scope='true') %}
+    {%- set files = {} -%}
+    {%- if scope != 'true' and execute -%}
+        {%- for row in run_query('select distinct feed, landed_file from ' ~ ref('int_records_unioned')
+            ~ ' where ' ~ scope) -%}
+            {%- do files.setdefault(row[0], []).append(_changelake_literal(row[1])) -%}
+        {%- endfor -%}
+    {%- endif -%}
     {%- set selects = [] -%}
-    {%- for node in _changelake_landing_nodes() -%}
+    {%- for node in _changelake_landing_nodes() if scope == 'true' or node.name in files -%}
         {%- set select -%}
             select
                 {{ _changelake_literal(node.name) }} as feed,
@@ -299,6 +308,9 @@
             from {{ node.schema }}.{{ node.identifier }}
             lateral view explode(split(value, '\n')) lines as line
             where rtrim('\r', lines.line) != ''
+            {%- if scope != 'true' %}
+                and _metadata.file_path in ({{ files[node.name] | join(', ') }})
+            {%- endif %}
         {%- endset -%}
         {%- do selects.append(select) -%}
     {%- endfor -%}

@@ -8,11 +8,29 @@
     row last. A run killed anywhere before its ledger row is written leaves rows whose batch is
     not in the ledger: every reader ignores them, and the next run reads their input again.
     Parquet appends are not atomic; this makes them safe to repeat.
+
+    Each commit appends one small file to the ledger's partition `segment = 'tail'`. So that
+    the files every reader opens do not grow with the number of runs, the run's start
+    compacts a ledger whose tail holds `max_tail` commits or more: its rows, once each, are
+    written as one file in a new segment, then the other segments are dropped. A run killed in
+    between leaves rows twice, which no reader minds: readers ask whether a batch is in the
+    ledger, or read `changelake_ledger_rows` (each row once).
 #}
 
 {# purpose: the ledger relation of an incremental model (by its identifier) #}
 {% macro changelake_ledger(model_identifier) %}
-    {{ return(target.schema ~ '.changelake_batches__' ~ model_identifier) }}
+    {{ return(target.schema ~ '.changelake_ledger__' ~ model_identifier) }}
+{% endmacro %}
+
+{# purpose: SQL (a parenthesized select) of a model's ledger rows, each once #}
+{% macro changelake_ledger_rows(model_identifier) %}
+    {{ return('(select distinct kind, batch_id, committed_at, rows_written from '
+        ~ changelake_ledger(model_identifier) ~ ')') }}
+{% endmacro %}
+
+{# purpose: the partition clause of an insert committing rows to a ledger #}
+{% macro changelake_ledger_tail() %}
+    {{ return("partition (segment = 'tail')") }}
 {% endmacro %}
 
 {# purpose: DDL creating a model's ledger when it does not exist #}
@@ -21,9 +39,62 @@
         kind string,
         batch_id string,
         committed_at timestamp,
-        rows_written bigint
+        rows_written bigint,
+        segment string
     )
     using parquet
+    partitioned by (segment)
+{% endmacro %}
+
+{#
+    purpose: on-run-start: create every incremental model's ledger; move the rows of a ledger
+    in the earlier layout (`changelake_batches__<model>`, one unpartitioned table) into it and
+    drop the old table (a run killed in between moves them again: the segment is replaced);
+    compact the ledgers whose tail holds `max_tail` commits or more (see the top of this file)
+#}
+{% macro _changelake_maintain_ledgers(max_tail=8) %}
+    {%- set models = _changelake_incremental_models() -%}
+    {%- set earlier = [] -%}
+    {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_batches__*'") -%}
+        {%- do earlier.append(row[1]) -%}
+    {%- endfor -%}
+    {%- for model in models -%}
+        {%- do run_query(_changelake_ledger_ddl(model)) -%}
+        {%- if 'changelake_batches__' ~ model in earlier -%}
+            {%- set ledger = changelake_ledger(model) -%}
+            {%- do run_query('alter table ' ~ ledger ~ " drop if exists partition (segment = 'earlier')") -%}
+            {%- do run_query('insert into ' ~ ledger ~ " partition (segment = 'earlier')"
+                ~ ' select distinct kind, batch_id, committed_at, rows_written from '
+                ~ target.schema ~ '.changelake_batches__' ~ model) -%}
+            {%- do run_query('drop table ' ~ target.schema ~ '.changelake_batches__' ~ model) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set counts = [] -%}
+    {%- for model in models -%}
+        {%- do counts.append('select ' ~ _changelake_literal(model) ~ ' as model, count(*) as commits from '
+            ~ changelake_ledger(model) ~ " where segment = 'tail'") -%}
+    {%- endfor -%}
+    {%- for row in run_query(counts | join(' union all ')) if row[1] >= max_tail -%}
+        {%- do _changelake_compact_ledger(row[0]) -%}
+    {%- endfor -%}
+{% endmacro %}
+
+{# purpose: write a ledger's rows, once each, as one file in a new segment; drop the others #}
+{% macro _changelake_compact_ledger(model_identifier) %}
+    {%- set ledger = changelake_ledger(model_identifier) -%}
+    {%- set segment = 'compacted-' ~ invocation_id -%}
+    {%- do run_query('insert into ' ~ ledger ~ ' partition (segment = ' ~ _changelake_literal(segment) ~ ')'
+        ~ ' select /*+ coalesce(1) */ * from ' ~ changelake_ledger_rows(model_identifier) ~ ' as ledger_rows') -%}
+    {%- set others = [] -%}
+    {%- for row in run_query('show partitions ' ~ ledger) -%}
+        {%- set value = row[0].split('=', 1)[1] -%}
+        {%- if value != segment -%}
+            {%- do others.append('partition (segment = ' ~ _changelake_literal(value) ~ ')') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if others -%}
+        {%- do run_query('alter table ' ~ ledger ~ ' drop if exists ' ~ others | join(', ')) -%}
+    {%- endif -%}
 {% endmacro %}
 
 {# purpose: identifiers of every incremental model in the project (each has a ledger) #}
@@ -43,7 +114,7 @@
     {%- if _changelake_batch_is_empty() -%}
         {{ return('') }}
     {%- endif %}
-    insert into {{ changelake_ledger(this.identifier) }}
+    insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
     select
         'batch' as kind,
         '{{ invocation_id }}' as batch_id,

@@ -480,8 +480,8 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     # a duplicate row in a batch the ledger calls committed: the accounting must notice
     append_as_batch(spark, f"{s}.int_changes_unioned", "forged")
     spark.sql(
-        f"insert into {s}.changelake_batches__int_changes_unioned "
-        f"values ('batch', 'forged', current_timestamp(), 1)"
+        f"insert into {s}.changelake_ledger__int_changes_unioned "
+        f"partition (segment = 'tail') values ('batch', 'forged', current_timestamp(), 1)"
     )
     code, _ = run_dbt(["test", "--select", "assert_every_landed_record_is_accounted_for"])
     assert code == 1
@@ -490,14 +490,25 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     accounting = ["--select", "assert_every_landed_record_is_accounted_for"]
     assert run_dbt(["build", *accounting])[0] == 0
     assert run_dbt(["build", *accounting, "--vars", "{changelake_test_scope: all}"])[0] == 1
-    # a build that commits a batch upstream tests every row again
+    # a build that commits a batch upstream accounts for that batch's records: here the same
+    # change re-sent, which the change log holds (the forged copy is an older batch's: only
+    # `dbt test` sees it)
     path = write(
         tmp_path / "pg-0-1.jsonl",
         [kcat_line("t", 1, seed("pg_key_and_create")[1], seed("pg_key_and_create")[0])],
     )
     dbt.land("pg_inventory", path)
     code, _ = run_dbt(["build", "--select", "+assert_every_landed_record_is_accounted_for"])
+    assert code == 0
+    # a change decoded by this build that the change log does not hold (it was not built)
+    path = write(
+        tmp_path / "pg-0-2.jsonl", [kcat_line("t", 2, seed("pg_update")[1], seed("pg_update")[0])]
+    )
+    dbt.land("pg_inventory", path)
+    code, _ = run_dbt(["build", "--select", "decoded_pg_inventory", *accounting])
     assert code == 1
+    # the next build logs it: its own batch (none here) balances
+    assert run_dbt(["build", "--select", "+assert_every_landed_record_is_accounted_for"])[0] == 0
 
 
 def test_land_command_copies_atomically_and_rejects_unknown_feeds(tmp_path):

@@ -142,7 +142,8 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
             ),
         ],
     )
-    dbt("build")
+    # this run's start compacts every ledger (each holds one commit: due at once here)
+    dbt("build", "--vars", "{changelake_ledger_max_tail: 1}")
     expected = [
         ('{"id":1}', 1, {"id": 1, "v": "a", "doc": "big"}, p(10), p(25), False, False, None, None),
         ('{"id":1}', 2, {"id": 1, "v": "b", "doc": "big"}, p(25), p(30), False, False, None, None),
@@ -177,9 +178,31 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     current = spark.sql(f"select key_json from {s}.cdc_current where feed = 'pg_inventory'")
     assert [r.key_json for r in current.collect()] == ['{"id":4}']
 
-    # ---- batch 3: nothing new ------------------------------------------------------------
+    # ---- batch 3: nothing new, over ledgers compacted once and ledgers of the earlier layout --
+    ledgers = {
+        r.tableName for r in spark.sql(f"show tables in {s} like 'changelake_ledger__*'").collect()
+    }
+    assert "changelake_ledger__int_history_versions" in ledgers
+    for ledger in ledgers:
+        # batch 1's commits compacted into one file of one segment, batch 2's in the tail
+        segments = {r[0] for r in spark.sql(f"show partitions {s}.{ledger}").collect()}
+        compacted = segments - {"segment=tail"}
+        assert len(compacted) <= 1, segments
+        assert all(segment.startswith("segment=compacted-") for segment in compacted), segments
+        if ledger.endswith("int_history_versions"):
+            assert len(compacted) == 1, segments
+    # the earlier layout: one unpartitioned table per model, named changelake_batches__<model>
+    for model in ("int_changes_unioned", "int_history_versions"):
+        spark.sql(
+            f"create table {s}.changelake_batches__{model} using parquet as "
+            f"select kind, batch_id, committed_at, rows_written from {s}.changelake_ledger__{model}"
+        )
+        spark.sql(f"drop table {s}.changelake_ledger__{model}")
     dbt("build")
     assert history(spark, s) == expected
+    assert not spark.sql(f"show tables in {s} like 'changelake_batches__*'").collect()
+    migrated = spark.sql(f"show partitions {s}.changelake_ledger__int_history_versions")
+    assert "segment=earlier" in [r[0] for r in migrated.collect()]
 
     # ---- the YAML unit tests of the fold (development-time, off in scheduled builds) --------
     result = dbt("test", "--select", "test_type:unit", "--vars", "{changelake_unit_tests: true}")
@@ -209,8 +232,8 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
         f"from {s}.int_history_versions where part = 'frontier' and key_json = '{{\"id\":1}}'"
     )
     spark.sql(
-        f"insert into {s}.changelake_batches__int_history_versions "
-        f"values ('batch', 'forged', current_timestamp(), 1)"
+        f"insert into {s}.changelake_ledger__int_history_versions "
+        f"partition (segment = 'tail') values ('batch', 'forged', current_timestamp(), 1)"
     )
     history_tests = ["--select", "cdc_history"]
     pg_and_downstream = ["--select", "decoded_pg_inventory+"]

@@ -49,11 +49,13 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _build(state: Path, kill_when: Path | Callable[[], bool] | None = None) -> int | None:
-    """Run a build; with ``kill_when`` (a path, or a test), SIGKILL it as soon as that path
-    exists or the test is true."""
+def _build(
+    state: Path, kill_when: Path | Callable[[], bool] | None = None, *args: str
+) -> int | None:
+    """Run a build (with dbt ``args``); with ``kill_when`` (a path, or a test), SIGKILL it as
+    soon as that path exists or the test is true."""
     proc = subprocess.Popen(
-        [str(CHANGELAKE), "dbt", "build"],
+        [str(CHANGELAKE), "dbt", "build", *args],
         env=_env(state),
         cwd=state.parent,
         stdout=subprocess.DEVNULL,
@@ -119,9 +121,9 @@ def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
 
 def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
-    are written, then while the history is), the second while compaction writes the history's
-    base layer (the store's second layer makes it due); each is run again. The results equal
-    two uninterrupted builds."""
+    are written, then while the history is), the second while a run ledger is compacted (made
+    due at once) and then while compaction writes the history's base layer (the store's second
+    layer makes it due); each is run again. The results equal two uninterrupted builds."""
     first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
     clean = tmp_path / "clean" / "state"
     killed = tmp_path / "killed" / "state"
@@ -141,15 +143,22 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     _build(killed, kill_when=store)
     assert _build(killed) == 0
 
-    def base_layer_written() -> bool:
-        # the base layer's files, in the committer's temporary folder or published (the
-        # committer renames and removes folders while this looks: a vanished one is a miss)
-        try:
-            return any("-base" in str(path) for path in store.rglob("*"))
-        except FileNotFoundError:
-            return False
+    def written(folder: Path, marker: str) -> Callable[[], bool]:
+        # files whose path holds `marker`, in the committer's temporary folder or published
+        # (the committer renames and removes folders while this looks: a vanished one is a miss)
+        def found() -> bool:
+            try:
+                return any(marker in str(path) for path in folder.rglob("*"))
+            except FileNotFoundError:
+                return False
+
+        return found
 
     _land_demo(killed.parent / "landing", {"pg_inventory"})
+    # killed while the run's start compacts the ledgers (due after one commit here)
+    compact_at_once = ["--vars", "{changelake_ledger_max_tail: 1}"]
+    _build(killed, written(warehouse, "segment=compacted-"), *compact_at_once)
+    base_layer_written = written(store, "-base")
     # killed while compaction writes the base layer
     _build(killed, kill_when=base_layer_written)
     assert _build(killed) == 0

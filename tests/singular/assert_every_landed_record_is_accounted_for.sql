@@ -5,9 +5,16 @@
       decoded records = with changes + with schema changes + filtered (heartbeat, tombstone,
                         transaction marker, message) + quarantined
       distinct changes (DataWorks update halves: one per complete pair) = cdc_change_log rows
+
+    `dbt test` (or the var changelake_test_scope 'all') accounts for every record. `dbt build`
+    and `dbt run` account for the records their own decoded batches hold (test_scope.sql): the
+    lines of the files those batches tried, those records' classes, and that each distinct
+    change among them (a pair: once both halves have landed, in any batch) is in the change log.
 -#}
 {%- set changed = changelake_relation_changed(ref('int_records_unioned'))
     or changelake_relation_changed(ref('cdc_change_log')) %}
+{%- set this_build = changelake_this_build_rows() %}
+{%- set per_batch = this_build != 'true' %}
 with
 
 int_records_unioned as (
@@ -19,10 +26,10 @@ cdc_change_log as (
 ),
 
 landed as (
-    {{ changelake_landed_records() }}
+    {{ changelake_landed_records(this_build) }}
 ),
 
-records as (
+every_record as (
     select
         *,
         concat(landed_file, '#', landed_line) as record_id,
@@ -30,6 +37,11 @@ records as (
         and op_raw in ('UPDATE_BEFOR', 'UPDATE_BEFORE', 'UPDATE_AFTER')
         and (before_json is null or after_json is null) as is_update_half
     from int_records_unioned
+),
+
+records as (
+    select * from every_record
+    where {{ this_build }}
 ),
 
 decoded as (
@@ -51,30 +63,58 @@ decoded as (
     group by feed
 ),
 
+-- the complete pairs of DataWorks update halves (both halves landed, in any batch), each once,
+-- of the halves among the records accounted for
+pairs as (
+    select
+        halves.feed,
+        {{ changelake_pair_change_id('halves') }} as change_id
+    from every_record as halves
+    left semi join records as touched
+        on
+            touched.is_update_half
+            and halves.feed = touched.feed
+            and halves.database_name <=> touched.database_name
+            and halves.schema_name <=> touched.schema_name
+            and halves.table_name <=> touched.table_name
+            and halves.position <=> touched.position
+    where halves.error_reason is null and halves.is_update_half
+    group by halves.feed, halves.database_name, halves.schema_name, halves.table_name, halves.position
+    having count(distinct halves.op_raw = 'UPDATE_AFTER') = 2
+),
+
 complete_pairs as (
     select
         feed,
         count(*) as pairs
-    from (
-        select
-            feed,
-            database_name,
-            schema_name,
-            table_name,
-            position
-        from records
-        where error_reason is null and is_update_half
-        group by feed, database_name, schema_name, table_name, position
-        having count(distinct op_raw = 'UPDATE_AFTER') = 2
-    ) as pairs_by_key
+    from pairs
     group by feed
+),
+
+-- per batch (read then only): the distinct changes of the records accounted for that the
+-- change log holds
+found as (  -- noqa: ST03
+    select distinct
+        singles.feed,
+        singles.change_id
+    from records as singles
+    left semi join cdc_change_log
+        on singles.change_id = cdc_change_log.change_id
+    where singles.error_reason is null and singles.kind in ('row', 'truncate') and not singles.is_update_half
+    union all
+    select
+        pairs.feed,
+        pairs.change_id
+    from pairs
+    left semi join cdc_change_log
+        on pairs.change_id = cdc_change_log.change_id
 ),
 
 logged as (
     select
         feed,
         count(*) as changes_logged
-    from cdc_change_log
+    from {{ 'found' if per_batch else 'cdc_change_log' }}
     group by feed
 ),
 
