@@ -289,11 +289,11 @@
     the `landing` source, one row per feed; an empty relation when there are none. With
     `scope` (a predicate over the decoded records), only the files its records came from are
     read: they are listed first, and named to the raw tables as literals, so no other file is
-    opened.
+    opened ('false': none, without a query).
 #}
 {% macro changelake_landed_records(scope='true') %}
     {%- set files = {} -%}
-    {%- if scope != 'true' and execute -%}
+    {%- if scope not in ('true', 'false') and execute -%}
         {%- for row in run_query('select distinct feed, landed_file from ' ~ ref('int_records_unioned')
             ~ ' where ' ~ scope) -%}
             {%- do files.setdefault(row[0], []).append(_changelake_literal(row[1])) -%}

@@ -10,10 +10,7 @@
       which is what the per-key SCD-2 rules need;
     - a model computed from the change log alone (cdc_change_log) on the changes this run
       logged (a duplicate of an older change shares its change_id, so `unique` still sees it);
-    - a model computed from the decoded records alone on what this run decoded: the schema
-      changes on their ids (a schema change decoded again shares its id, so `unique` still
-      sees it), the quarantine on the files this run tried;
-    - any other model (the feed health), every row.
+    - any other model (the quarantine, the schema changes, the feed health), every row.
 #}
 
 {# purpose: dbt's test relation, narrowed to what this invocation changed (see above) #}
@@ -62,14 +59,6 @@
     {%- elif stores == ['int_changes_unioned'] and 'change_id' in columns -%}
         {{ return('change_id in (select change_id from ' ~ target.schema ~ '.int_changes_unioned where '
             ~ batch ~ ')') }}
-    {%- elif stores | map('truncate', 8, true, '', 0) | unique | list == ['decoded_'] -%}
-        {#- computed from decoded records alone: the records of this run's decoded batches -#}
-        {%- set records = 'select * from ' ~ target.schema ~ '.int_records_unioned where ' ~ batch -%}
-        {%- if 'schema_change_id' in columns -%}
-            {{ return('schema_change_id in (select change_id from (' ~ records ~ ') as records)') }}
-        {%- elif 'landed_file' in columns -%}
-            {{ return('landed_file in (select landed_file from (' ~ records ~ ') as records)') }}
-        {%- endif -%}
     {%- endif -%}
     {{ return('true') }}
 {% endmacro %}

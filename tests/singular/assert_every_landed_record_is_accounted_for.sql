@@ -26,7 +26,7 @@ cdc_change_log as (
 ),
 
 landed as (
-    {{ changelake_landed_records(this_build) }}
+    {{ changelake_landed_records(this_build if changed else 'false') }}
 ),
 
 every_record as (
