@@ -8,6 +8,7 @@ nothing new must change nothing, and a full refresh must give exactly what the r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +75,13 @@ def history(spark, schema):
             f"order by key_json, version_number"
         ).collect()
     ]
+
+
+def table_files(spark, table):
+    """The data files of a table, by name."""
+    location = spark.sql(f"describe formatted {table}").where("col_name = 'Location'").first()
+    folder = Path(location.data_type.removeprefix("file:"))
+    return sorted(path.name for path in folder.rglob("*.parquet"))
 
 
 def p(lsn):
@@ -198,8 +206,12 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
             f"select kind, batch_id, committed_at, rows_written from {s}.changelake_ledger__{model}"
         )
         spark.sql(f"drop table {s}.changelake_ledger__{model}")
+    tables = ("decoded_pg_inventory", "int_changes_unioned")
+    files = {table: table_files(spark, f"{s}.{table}") for table in tables}
     dbt("build")
     assert history(spark, s) == expected
+    # nothing new: not even an empty file is added to a table
+    assert {table: table_files(spark, f"{s}.{table}") for table in tables} == files
     assert not spark.sql(f"show tables in {s} like 'changelake_batches__*'").collect()
     migrated = spark.sql(f"show partitions {s}.changelake_ledger__int_history_versions")
     assert "segment=earlier" in [r[0] for r in migrated.collect()]
