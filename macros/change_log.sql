@@ -61,7 +61,8 @@
             '{{ invocation_id }}' as batch_id,
             count(*) as rows_written
         from {{ this }}
-        where batch_id = '{{ invocation_id }}'
+        where {{ changelake_pending_rows([invocation_id]) if this.identifier in _changelake_segmented_models()
+            else "batch_id = '" ~ invocation_id ~ "'" }}
         {%- for batch_id in consumed %}
         union all
         select 'consumed', '{{ batch_id }}', 0
@@ -123,7 +124,7 @@ new_records as (
     where error_reason is null
         and kind in ('row', 'truncate')
         {%- if incremental %}
-        and batch_id in {{ _changelake_sql_list(pending) }}
+        and {{ changelake_pending_rows(pending) }}
         {%- endif %}
 ),
 
@@ -337,7 +338,8 @@ final as (
         {%- for column in columns %}
         deduplicated.{{ column }},
         {%- endfor %}
-        '{{ invocation_id }}' as batch_id
+        '{{ invocation_id }}' as batch_id,
+        {{ changelake_segment_column() }}
     from deduplicated
     {%- if incremental %}
     left anti join repeated on deduplicated.change_id = repeated.change_id

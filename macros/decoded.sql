@@ -10,8 +10,8 @@
 
     Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
     that could not be read (a .json.gz cut short by a writer that died, or still being written)
-    has a marker and no lines: a post-hook adds its quarantine row to the same batch, before the
-    batch is committed; it is tried again when its size changes. A line that is not valid UTF-8
+    has a marker and no lines: a post-hook adds its quarantine row to the same batch (and
+    segment), before the batch is committed; it is tried again when its size changes. A line that is not valid UTF-8
     is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
@@ -274,7 +274,9 @@ final as (
         -- timestamps
         decoded.kafka_timestamp,
         decoded.landed_at,
-        current_timestamp() as decoded_at
+        current_timestamp() as decoded_at,
+        -- the table's partition (macros/segments.sql)
+        {{ changelake_segment_column() }}
     from decoded
     lateral view outer explode(decoded.changes) as change
 )
@@ -299,14 +301,14 @@ select * from final
         || 'it, or no non-empty line; it is tried again when its size changes' as error_reason
     from {{ this }} as markers
     where
-        markers.batch_id = '{{ invocation_id }}'
+        {{ changelake_pending_rows([invocation_id], 'markers') }}
         and markers.landed_line is null
         and markers.error_reason is null
         and not exists (
             select 1
             from {{ this }} as lines
             where
-                lines.batch_id = '{{ invocation_id }}'
+                {{ changelake_pending_rows([invocation_id], 'lines') }}
                 and lines.landed_line is not null
                 and lines.landed_file = markers.landed_file
                 and lines.landed_file_size = markers.landed_file_size

@@ -264,7 +264,7 @@ changes as (
 new_changes as (
     select * from changes
     {%- if incremental %}
-    where batch_id in {{ _changelake_sql_list(pending) }}
+    where {{ changelake_pending_rows(pending) }}
     {%- endif %}
 ),
 
@@ -548,7 +548,7 @@ classified as (
 
         changes as (
             select * from {{ ref(changes_model) }} as logged
-            where logged.batch_id in {{ _changelake_sql_list(pending) }}
+            where {{ changelake_pending_rows(pending, 'logged') }}
                 and {{ changelake_committed('logged', changes_model) }}
         ),
 

@@ -1,8 +1,10 @@
 {#
     The run ledger. Each incremental model owns a ledger table: one row per committed batch
-    (kind 'batch'), plus, for the change log, one row per decoded batch it consumed
-    (kind 'consumed'). One writer per table: concurrent appends to one parquet table from one
-    Spark application are not safe, and dbt runs models on several threads.
+    (kind 'batch'); for the change log and the history, one row per upstream batch consumed
+    (kind 'consumed'); for the segmented tables, rows of the segments merges made and retired
+    (kinds 'segment' and 'retired', macros/segments.sql). One writer per table: concurrent
+    appends to one parquet table from one Spark application are not safe, and dbt runs models
+    on several threads.
 
     Rows are written first, tagged with the run's batch id (dbt's invocation id); the ledger
     row last. A run killed anywhere before its ledger row is written leaves rows whose batch is
@@ -121,16 +123,7 @@
         current_timestamp() as committed_at,
         count(*) as rows_written
     from {{ this }}
-    where batch_id = '{{ invocation_id }}'
+    where segment = '{{ invocation_id }}' and batch_id = '{{ invocation_id }}'
     -- a run that wrote nothing commits nothing: the ledger grows with batches, not with runs
     having count(*) > 0
-{% endmacro %}
-
-{# purpose: SQL predicate true for rows (of `relation_alias`) of a committed batch #}
-{% macro changelake_committed(relation_alias, model_identifier) %}
-    {{ relation_alias }}.batch_id in (
-        select ledger.batch_id
-        from {{ changelake_ledger(model_identifier) }} as ledger
-        where ledger.kind = 'batch'
-    )
 {% endmacro %}

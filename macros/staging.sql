@@ -34,6 +34,7 @@ typed as (
         -- ids
         feed,
         batch_id,
+        segment,
         topic,
         kafka_partition,
         kafka_offset,

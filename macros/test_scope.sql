@@ -52,13 +52,12 @@
         {{ return('false') }}
     {%- endif -%}
     {%- set columns = _changelake_documented_columns(relation.identifier) -%}
-    {%- set batch = "batch_id = '" ~ invocation_id ~ "'" -%}
     {%- if stores == ['int_history_versions'] and 'key_json' in columns -%}
-        {{ return('key_json in (select key_json from ' ~ target.schema ~ '.int_history_versions where '
-            ~ batch ~ ')') }}
+        {{ return('key_json in (select key_json from ' ~ target.schema ~ ".int_history_versions where batch_id = '"
+            ~ invocation_id ~ "')") }}
     {%- elif stores == ['int_changes_unioned'] and 'change_id' in columns -%}
         {{ return('change_id in (select change_id from ' ~ target.schema ~ '.int_changes_unioned where '
-            ~ batch ~ ')') }}
+            ~ changelake_pending_rows([invocation_id]) ~ ')') }}
     {%- endif -%}
     {{ return('true') }}
 {% endmacro %}
@@ -143,14 +142,14 @@
 {% endmacro %}
 
 {#
-    purpose: SQL predicate for a data test over an incremental model's rows: true under `dbt test`
-    (or the var changelake_test_scope 'all'); in `dbt build`/`dbt run`, the rows this
-    invocation appended (its batch_id)
+    purpose: SQL predicate for a data test over a segmented model's rows (or a view passing its
+    segment and batch_id on): true under `dbt test` (or the var changelake_test_scope 'all');
+    in `dbt build`/`dbt run`, the rows this invocation appended (its batch and segment)
 #}
 {% macro changelake_this_build_rows() %}
     {%- if execute and flags.WHICH in ('build', 'run')
         and var('changelake_test_scope', 'changed') != 'all' -%}
-        {{ return("batch_id = '" ~ invocation_id ~ "'") }}
+        {{ return(changelake_pending_rows([invocation_id])) }}
     {%- endif -%}
     {{ return('true') }}
 {% endmacro %}

@@ -2,6 +2,7 @@
     materialized='incremental',
     incremental_strategy='append',
     on_schema_change='fail',
+    partition_by=['segment'],
     post_hook=["{{ changelake_commit_consuming_batch() }}"],
 ) }}
 {#- incremental and append-only: each run adds the changes of newly committed decoded batches -#}

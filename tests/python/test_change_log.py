@@ -200,9 +200,11 @@ def reference_change_log(landed: dict[str, list[tuple[str, list[str]]]]) -> dict
 
 
 def append_as_batch(spark, table, batch_id, limit=None):
-    """Append a copy of ``table``'s rows under ``batch_id`` (as a run that wrote them would)."""
+    """Append a copy of ``table``'s rows under ``batch_id``, in its own segment (as a run that
+    wrote them would)."""
     spark.sql(
-        f"insert into {table} by name select * except (batch_id), '{batch_id}' as batch_id "
+        f"insert into {table} by name select * except (batch_id, segment), "
+        f"'{batch_id}' as batch_id, '{batch_id}' as segment "
         f"from {table}" + (f" limit {limit}" if limit else "")
     )
 

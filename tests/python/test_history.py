@@ -150,8 +150,12 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
             ),
         ],
     )
-    # this run's start compacts every ledger (each holds one commit: due at once here)
-    dbt("build", "--vars", "{changelake_ledger_max_tail: 1}")
+    # decoded first, alone: batch 2's decoded batch is committed, not consumed by the change log
+    dbt("run", "--select", "decoded_pg_inventory")
+    # this run's start compacts every ledger and merges every table's segments where one batch
+    # is consumed (due at once here): batch 1's, not batch 2's decoded batch, which the change
+    # log has not read yet (merged, the change log would not find it)
+    dbt("build", "--vars", "{changelake_ledger_max_tail: 1, changelake_segments_max_tail: 1}")
     expected = [
         ('{"id":1}', 1, {"id": 1, "v": "a", "doc": "big"}, p(10), p(25), False, False, None, None),
         ('{"id":1}', 2, {"id": 1, "v": "b", "doc": "big"}, p(25), p(30), False, False, None, None),
@@ -185,6 +189,11 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     assert history(spark, s) == expected
     current = spark.sql(f"select key_json from {s}.cdc_current where feed = 'pg_inventory'")
     assert [r.key_json for r in current.collect()] == ['{"id":4}']
+    for table in ("decoded_pg_inventory", "int_changes_unioned"):
+        # batch 1 merged into one segment, batch 2 in its own
+        segments = [r[0] for r in spark.sql(f"show partitions {s}.{table}").collect()]
+        assert len(segments) == 2, segments
+        assert sum(segment.startswith("segment=merged-") for segment in segments) == 1, segments
 
     # ---- batch 3: nothing new, over ledgers compacted once and ledgers of the earlier layout --
     ledgers = {
@@ -215,6 +224,43 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     assert not spark.sql(f"show tables in {s} like 'changelake_batches__*'").collect()
     migrated = spark.sql(f"show partitions {s}.changelake_ledger__int_history_versions")
     assert "segment=earlier" in [r[0] for r in migrated.collect()]
+
+    # ---- batch 4: over tables of the earlier layout (no segment column), one decoded batch of
+    # which the change log has not consumed yet
+    update = message(100, "u", 4, {"id": 4}, {"id": 4, "v": "w", "doc": "q"})
+    land(dbt, tmp_path, "b4.jsonl", [update])
+    dbt("run", "--select", "decoded_pg_inventory")
+    for table in tables:
+        spark.sql(
+            f"create table {s}.{table}__earlier using parquet as "
+            f"select * except (segment) from {s}.{table}"
+        )
+        spark.sql(f"drop table {s}.{table}")
+        spark.sql(f"alter table {s}.{table}__earlier rename to {s}.{table}")
+    dbt("build")
+    expected = [
+        *expected[:-1],
+        (
+            '{"id":4}',
+            1,
+            {"id": 4, "v": "z", "doc": "q"},
+            p(90),
+            p(100),
+            False,
+            False,
+            '{"id":3}',
+            None,
+        ),
+        ('{"id":4}', 2, {"id": 4, "v": "w", "doc": "q"}, p(100), None, True, False, None, None),
+    ]
+    assert history(spark, s) == expected
+    for table in tables:
+        # consumed batches moved into segment 'earlier'; the pending one kept its own, then
+        # the change log's batch of this build
+        segments = [r[0] for r in spark.sql(f"show partitions {s}.{table}").collect()]
+        assert len(segments) == 2, segments
+        assert "segment=earlier" in segments, segments
+    assert not spark.sql(f"show tables in {s} like '*segmented'").collect()
 
     # ---- the YAML unit tests of the fold (development-time, off in scheduled builds) --------
     result = dbt("test", "--select", "test_type:unit", "--vars", "{changelake_unit_tests: true}")

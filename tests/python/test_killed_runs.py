@@ -122,8 +122,9 @@ def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
 def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made
-    due at once) and then while compaction writes the history's base layer (the store's second
-    layer makes it due); each is run again. The results equal one uninterrupted build of both
+    due at once), then while compaction writes the history's base layer (the store's second
+    layer makes it due), then while the run's start merges table segments (made due at once);
+    each is run again. The results equal one uninterrupted build of both
     landings (what two uninterrupted builds in turn give: incremental equals full refresh)."""
     first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
     clean = tmp_path / "clean" / "state"
@@ -161,6 +162,20 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     base_layer_written = written(store, "-base")
     # killed while compaction writes the base layer
     _build(killed, kill_when=base_layer_written)
+
+    def merge_written() -> bool:
+        # a data file of a merged segment (in the committer's temporary folder or published)
+        try:
+            return any(
+                "segment=merged-" in str(path) and path.name.startswith("part-")
+                for path in warehouse.rglob("*")
+            )
+        except FileNotFoundError:
+            return False
+
+    # killed while the run's start merges the segments of the decoded tables and the change
+    # log (due after one consumed batch here)
+    _build(killed, merge_written, "--vars", "{changelake_segments_max_tail: 1}")
     assert _build(killed) == 0
 
     expected = _results(clean)

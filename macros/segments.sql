@@ -1,0 +1,252 @@
+{#
+    Segments: the files of the decoded tables and the change log stay few however many runs
+    wrote them.
+
+    These tables are partitioned by `segment`. A run writes its batch into the segment named by
+    its batch id, and the batch's ledger row (kind 'batch') makes that segment live. Readers see
+    the live segments only (`changelake_committed`).
+
+    The run's start (on-run-start, before any model) merges segments. Once a table has
+    `max_tail` live batch segments that the model downstream has consumed (the change log for
+    decoded batches, the history for change-log batches), the newest live segments, from the
+    oldest one holding no more rows than all those after it, are copied, their rows unchanged
+    (batch ids included), into one new segment `merged-<invocation>`. One ledger insert (a
+    single file) commits the merge: a row of kind 'segment' (the new segment is live) and one
+    of kind 'retired' for each segment it replaces. Then every partition that is not live is
+    dropped.
+
+    Each merged segment holds more rows than all newer segments together, so a table keeps a
+    number of segments logarithmic in its rows, and a merge copies at least twice the rows of
+    the oldest segment it replaces: a row is copied about log2(rows) times in its life, so the
+    cost of merging grows with the data, not with the number of runs.
+
+    A run killed before the commit leaves a segment no reader sees, dropped by the next merge;
+    killed after it, the replaced segments, which no reader sees either. Batches not consumed
+    yet are never merged: a run's pending batches each keep their own segment, so reading them
+    prunes to their files (`changelake_pending_rows`).
+#}
+
+{# purpose: the segmented models (by identifier), each with the model that consumes its batches #}
+{% macro _changelake_segmented_models() %}
+    {%- set out = {} -%}
+    {%- if not execute -%}
+        {#- parse time: the graph is not built yet -#}
+        {{ return(out) }}
+    {%- endif -%}
+    {%- for model in _changelake_incremental_models('decoded_') -%}
+        {%- do out.update({model: 'int_changes_unioned'}) -%}
+    {%- endfor -%}
+    {%- do out.update({'int_changes_unioned': 'int_history_versions'}) -%}
+    {{ return(out) }}
+{% endmacro %}
+
+{# purpose: the segment column of a segmented model's row: this run's batch #}
+{% macro changelake_segment_column() %}
+    {{- return("'" ~ invocation_id ~ "' as segment") -}}
+{% endmacro %}
+
+{# purpose: SQL (a select of batch_id) of a segmented model's live segments, from its ledger #}
+{% macro _changelake_live_segments(model_identifier) %}
+    {%- set ledger = changelake_ledger(model_identifier) -%}
+    select live.batch_id
+    from {{ ledger }} as live
+    left anti join {{ ledger }} as retired
+        on retired.kind = 'retired' and live.batch_id = retired.batch_id
+    where live.kind in ('batch', 'segment')
+{% endmacro %}
+
+{# purpose: SQL predicate true for rows (of `relation_alias`) in a live segment of a segmented model #}
+{% macro changelake_committed(relation_alias, model_identifier) %}
+    {{ relation_alias }}.segment in ({{ _changelake_live_segments(model_identifier) }})
+{% endmacro %}
+
+{#
+    purpose: SQL predicate true for rows (of `relation_alias`, optional) of the `batches` given
+    (a list of batch ids not consumed yet, so each still in its own segment): the segment filter
+    prunes the read to their files
+#}
+{% macro changelake_pending_rows(batches, relation_alias=none) %}
+    {%- set prefix = relation_alias ~ '.' if relation_alias else '' -%}
+    {%- set listed = _changelake_sql_list(batches) -%}
+    {{ return(prefix ~ 'segment in ' ~ listed ~ ' and ' ~ prefix ~ 'batch_id in ' ~ listed) }}
+{% endmacro %}
+
+{#
+    purpose: on-run-start: merge the segments of every segmented model where `max_tail` consumed
+    batches are live (see the top of this file); one query over the ledgers decides
+#}
+{% macro _changelake_merge_segments(max_tail=8) %}
+    {%- set models = _changelake_segmented_models() -%}
+    {%- set existing = _changelake_segment_earlier_tables(models) -%}
+    {%- set selects = [] -%}
+    {%- for model, consumer in models.items() if model in existing -%}
+        {%- set select -%}
+            select
+                {{ _changelake_literal(model) }} as model,
+                live.batch_id,
+                max(live.kind) as kind,
+                max(live.committed_at) as committed_at,
+                max(live.rows_written) as rows_written,
+                bool_or(live.kind = 'segment' or consumed.batch_id is not null) as is_consumed
+            from {{ changelake_ledger(model) }} as live
+            left anti join {{ changelake_ledger(model) }} as retired
+                on retired.kind = 'retired' and live.batch_id = retired.batch_id
+            left join (
+                select distinct batch_id from {{ changelake_ledger(consumer) }} where kind = 'consumed'
+            ) as consumed on live.batch_id = consumed.batch_id
+            where live.kind in ('batch', 'segment')
+            group by live.batch_id
+        {%- endset -%}
+        {%- do selects.append(select) -%}
+    {%- endfor -%}
+    {%- if not selects -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set live = {} -%}
+    {%- for row in run_query(selects | join('\nunion all\n') ~ '\norder by model, committed_at, batch_id') -%}
+        {%- if row[5] -%}
+            {%- do live.setdefault(row[0], []).append({'name': row[1], 'kind': row[2], 'rows': row[4]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- for model, segments in live.items() -%}
+        {%- set merged = _changelake_segments_to_merge(segments, max_tail) -%}
+        {%- if merged -%}
+            {%- do _changelake_merge(model, merged) -%}
+        {%- endif -%}
+    {%- endfor -%}
+{% endmacro %}
+
+{#
+    purpose: which of a model's live consumed `segments` (oldest first: name, kind, rows) to
+    merge: none while fewer than `max_tail` are batches; else the newest ones from the oldest
+    segment holding no more rows than all after it, and every batch at least
+#}
+{% macro _changelake_segments_to_merge(segments, max_tail) %}
+    {%- set batches = segments | selectattr('kind', 'equalto', 'batch') | list -%}
+    {%- if batches | length < max_tail -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set start = namespace(index=segments.index(batches[0])) -%}
+    {%- for segment in segments[:start.index] -%}
+        {%- set after = segments[loop.index:] | sum(attribute='rows') -%}
+        {%- if start.index == segments.index(batches[0]) and segment.rows <= after -%}
+            {%- set start.index = loop.index0 -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(segments[start.index:] | map(attribute='name') | list) }}
+{% endmacro %}
+
+{# purpose: merge the segments `names` of a model's table into one, commit, drop what is dead #}
+{% macro _changelake_merge(model_identifier, names) %}
+    {%- set relation = target.schema ~ '.' ~ model_identifier -%}
+    {%- set segment = 'merged-' ~ invocation_id -%}
+    {%- set spec = 'partition (segment = ' ~ _changelake_literal(segment) ~ ')' -%}
+    {#- registered first: the files of a merge killed mid-write are dropped with the partition -#}
+    {%- do run_query('alter table ' ~ relation ~ ' add if not exists ' ~ spec) -%}
+    {%- do run_query('insert into ' ~ relation ~ ' ' ~ spec
+        ~ ' select /*+ rebalance */ * except (segment) from ' ~ relation
+        ~ ' where segment in ' ~ _changelake_sql_list(names)) -%}
+    {%- set commit -%}
+        insert into {{ changelake_ledger(model_identifier) }} {{ changelake_ledger_tail() }}
+        select /*+ coalesce(1) */ kind, batch_id, current_timestamp() as committed_at, rows_written
+        from (
+            select 'segment' as kind, {{ _changelake_literal(segment) }} as batch_id, count(*) as rows_written
+            from {{ relation }}
+            where segment = {{ _changelake_literal(segment) }}
+            {%- for name in names %}
+            union all
+            select 'retired', {{ _changelake_literal(name) }}, 0
+            {%- endfor %}
+        ) as ledger_rows
+    {%- endset -%}
+    {%- do run_query(commit) -%}
+    {%- do _changelake_drop_dead_segments(model_identifier) -%}
+{% endmacro %}
+
+{# purpose: drop the partitions of a segmented model's table that are not live #}
+{% macro _changelake_drop_dead_segments(model_identifier) %}
+    {%- set relation = target.schema ~ '.' ~ model_identifier -%}
+    {%- set live = run_query(_changelake_live_segments(model_identifier)).columns[0].values() -%}
+    {%- set dead = [] -%}
+    {%- for row in run_query('show partitions ' ~ relation) -%}
+        {%- set value = row[0].split('=', 1)[1] -%}
+        {%- if value not in live -%}
+            {%- do dead.append('partition (segment = ' ~ _changelake_literal(value) ~ ')') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if dead -%}
+        {%- do run_query('alter table ' ~ relation ~ ' drop if exists ' ~ dead | join(', ')) -%}
+    {%- endif -%}
+{% endmacro %}
+
+{#
+    purpose: move tables of the earlier layout (no segment column) into a table of this layout,
+    their committed rows only: the batches consumed downstream into segment 'earlier', the
+    others each into its own; returns the tables existing after. Each
+    step can be killed: the next run's start finds where it stopped from the tables there
+    (`<model>__segmented` being written, `<model>__unsegmented` the table it replaced).
+#}
+{% macro _changelake_segment_earlier_tables(models) %}
+    {%- set tables = [] -%}
+    {%- for row in run_query('show tables in ' ~ target.schema) -%}
+        {%- do tables.append(row[1]) -%}
+    {%- endfor -%}
+    {%- set existing = [] -%}
+    {%- for model in models -%}
+        {%- set relation = target.schema ~ '.' ~ model -%}
+        {%- set building = relation ~ '__segmented' -%}
+        {%- set replaced = relation ~ '__unsegmented' -%}
+        {%- if model not in tables and model ~ '__segmented' in tables
+            and model ~ '__unsegmented' in tables -%}
+            {#- killed between the two renames -#}
+            {%- do run_query('alter table ' ~ building ~ ' rename to ' ~ relation) -%}
+            {%- do tables.append(model) -%}
+        {%- elif model ~ '__segmented' in tables -%}
+            {#- killed while the new table was written: start again -#}
+            {%- do run_query('drop table ' ~ building) -%}
+        {%- endif -%}
+        {%- if model in tables and not _changelake_has_segments(relation) -%}
+            {%- do run_query('create table ' ~ building ~ ' using parquet partitioned by (segment) as select *, '
+                ~ "'earlier' as segment from " ~ relation ~ ' where false') -%}
+            {#- committed rows: consumed batches into segment 'earlier', a pending one into its own -#}
+            {%- set copy -%}
+                insert into {{ building }}
+                select
+                    earlier.*,
+                    case when consumed.batch_id is null then earlier.batch_id else 'earlier' end as segment
+                from {{ relation }} as earlier
+                left join (
+                    select distinct batch_id from {{ changelake_ledger(models[model]) }} where kind = 'consumed'
+                ) as consumed on earlier.batch_id = consumed.batch_id
+                where earlier.batch_id in (
+                    select batch_id from {{ changelake_ledger(model) }} where kind = 'batch'
+                )
+            {%- endset -%}
+            {%- do run_query(copy) -%}
+            {%- do run_query('insert into ' ~ changelake_ledger(model) ~ ' ' ~ changelake_ledger_tail()
+                ~ " select 'segment', 'earlier', current_timestamp(), count(*) from " ~ building
+                ~ " where segment = 'earlier'") -%}
+            {%- do run_query('alter table ' ~ relation ~ ' rename to ' ~ replaced) -%}
+            {%- do run_query('alter table ' ~ building ~ ' rename to ' ~ relation) -%}
+            {%- do run_query('drop table ' ~ replaced) -%}
+        {%- elif model ~ '__unsegmented' in tables -%}
+            {#- killed after the second rename -#}
+            {%- do run_query('drop table ' ~ replaced) -%}
+        {%- endif -%}
+        {%- if model in tables -%}
+            {%- do existing.append(model) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(existing) }}
+{% endmacro %}
+
+{# purpose: whether the table `relation` (schema.identifier) has the segment column #}
+{% macro _changelake_has_segments(relation) %}
+    {%- set parts = relation.split('.') -%}
+    {%- set cached = adapter.get_relation(database=none, schema=parts[0], identifier=parts[1]) -%}
+    {%- set information = (cached.information if cached is not none else '') or '' -%}
+    {%- if ' |-- ' in information -%}
+        {{ return(' |-- segment: ' in information) }}
+    {%- endif -%}
+    {{ return('segment' in run_query('describe table ' ~ relation).columns[0].values()) }}
+{% endmacro %}
