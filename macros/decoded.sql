@@ -11,8 +11,8 @@
     Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
     that could not be read (a .json.gz cut short by a writer that died, or still being written)
     has a marker and no lines: a post-hook adds its quarantine row to the same batch (and
-    segment), before the batch is committed; it is tried again when its size changes. A line that is not valid UTF-8
-    is quarantined, its bad bytes shown as U+FFFD.
+    segment), before the batch is committed; it is tried again when its size changes. A line
+    that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
     {#- the raw table's file listing is cached per session: see files landed since -#}

@@ -97,7 +97,9 @@ def demo(argv: Sequence[str]) -> int:
         / "generated"
         / (f"seed{opts.seed}-events{opts.events}-keys{opts.keys}-batches{opts.batches}")
     )
-    summary = generator.generate(out, opts.events, opts.keys, opts.batches, opts.seed)
+    summary = generator.generate(
+        out, opts.events, opts.keys, opts.batches, opts.seed, progress=runtime.log
+    )
     print(
         f"generated {opts.events} changes over {len(summary['feeds'])} feeds in "
         f"{opts.batches} batches (seed {opts.seed}) into {out}"

@@ -61,9 +61,21 @@ def state_dir(home: Path | None = None) -> Path:
     return path
 
 
+LOG_FILE = Path("logs") / "changelake.log"
+
+
 def log(message: str) -> None:
-    """Print a one-line runtime message on stderr (stdout stays dbt's)."""
+    """Print a one-line runtime message on stderr (stdout stays dbt's), and keep it, timed, in
+    ``<project>/logs/changelake.log`` beside dbt's own log (best effort: a read-only project
+    still prints)."""
     print(f"changelake: {message}", file=sys.stderr, flush=True)
+    try:
+        path = project_dir() / LOG_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:
+            out.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------------------------

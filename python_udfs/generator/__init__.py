@@ -54,12 +54,13 @@ from __future__ import annotations
 
 import argparse
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from python_udfs import runtime
 from python_udfs.generator.canal import Canal
 from python_udfs.generator.dataworks import DataWorks
 from python_udfs.generator.debezium import Debezium
@@ -111,6 +112,7 @@ def generate(
     seed: int = 42,
     feeds: Sequence[str] = FEEDS,
     last_share: float | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Write ``batches`` landing batches of every feed under ``out``; return the summary.
 
@@ -118,6 +120,7 @@ def generate(
     rows per table in each feed's initial snapshot. The batches are equal, or with
     ``last_share`` the last batch holds that share of the changes (0.01: a 1% increment).
     ``out/expected.json`` holds the expected final state. Same arguments, same bytes.
+    ``progress``, when given, is told each feed as it starts.
     """
     out.mkdir(parents=True, exist_ok=True)
     encoders = _encoders()
@@ -129,7 +132,9 @@ def generate(
         "feeds": {},
     }
     per_feed = max(1, events // len(feeds))
-    for feed in feeds:
+    for number, feed in enumerate(feeds, 1):
+        if progress is not None:
+            progress(f"generating {feed} ({number}/{len(feeds)}, {per_feed:,} changes)")
         factory, capabilities, shape = encoders[feed]
         rng = random.Random(f"{seed}/{feed}")
         world = World(rng, keys, capabilities)
@@ -197,6 +202,7 @@ def main(argv: Sequence[str]) -> int:
         opts.seed,
         opts.feeds.split(","),
         opts.last_share,
+        runtime.log,
     )
     for feed, facts in summary["feeds"].items():
         print(

@@ -203,3 +203,22 @@ def test_files_roll_at_the_flush_size_and_still_fold_to_the_expected_state(tmp_p
         for table, expected in summary["feeds"][feed]["tables"].items():
             assert state[feed][table] == expected["rows"], (feed, table)
             assert counts[feed][table] == expected["versions"], (feed, table)
+
+
+def test_the_generate_command_shows_progress_and_keeps_it_in_the_log(tmp_path, monkeypatch, capsys):
+    from python_udfs import generator, runtime
+
+    monkeypatch.setenv("CHANGELAKE_HOME", str(tmp_path / "project"))
+    feeds = ["pg_inventory", "canal_inventory"]
+    args = ["--out", str(tmp_path / "out"), "--events", "200", "--keys", "5", "--batches", "1"]
+    assert generator.main([*args, "--feeds", ",".join(feeds)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in err] == [
+        "changelake: generating pg_inventory",
+        "changelake: generating canal_inventory",
+    ]
+    assert "(2/2, 100 changes)" in err[1]
+    kept = (tmp_path / "project" / runtime.LOG_FILE).read_text().splitlines()
+    assert [line.split(" ", 2)[2] for line in kept] == [
+        line.removeprefix("changelake: ") for line in err
+    ]
