@@ -183,9 +183,7 @@ flagged as (
     select
         *,
         -- DataWorks two-record updates: UPDATE_BEFOR and UPDATE_AFTER share a sequenceId
-        envelope_format = 'dataworks'
-        and op_raw in ('UPDATE_BEFOR', 'UPDATE_BEFORE', 'UPDATE_AFTER')
-        and (before_json is null or after_json is null) as is_update_half
+        {{ changelake_is_update_half() }} as is_update_half
     from candidates
 ),
 

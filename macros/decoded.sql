@@ -24,6 +24,11 @@
     {%- set node = _changelake_landing_source(feed) -%}
     {%- set meta = _changelake_feed_meta(node) -%}
     {%- set files = _changelake_new_files(node) -%}
+    {%- if not files and is_incremental() -%}
+        {#- nothing new: a query that Spark analyses at once (the temporary view dbt makes of
+            it), nothing inserted, nothing committed -#}
+        {{ return(_changelake_nothing_new() ~ ' /* no new landed file */\nselect * from ' ~ this ~ ' where false') }}
+    {%- endif -%}
     {{ return(adapter.dispatch('changelake_decoded', 'changelake')(feed, meta, files)) }}
 {% endmacro %}
 

@@ -318,3 +318,33 @@
     {%- endfor -%}
     {{ return(_changelake_union_all(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
 {% endmacro %}
+
+{#
+    purpose: SQL (a select) of the committed records of the feeds whose envelope can split an
+    update into two records (DataWorks), read through their staging views, with
+    `is_update_half`; no row when no feed is DataWorks. The accounting looks for an update
+    half's partner there, not in every feed's records.
+#}
+{% macro changelake_update_half_records() %}
+    {%- set selects = [] -%}
+    {%- for node in _changelake_landing_nodes()
+        if _changelake_feed_meta(node).envelope_format.split(';')[0] == 'dataworks' -%}
+        {%- set staging = graph.nodes.get('model.' ~ project_name ~ '.stg_landing__' ~ node.name) -%}
+        {%- if staging is not none -%}
+            {%- do selects.append('select feed, database_name, schema_name, table_name, position, op_raw, '
+                ~ 'error_reason, ' ~ changelake_is_update_half() ~ ' as is_update_half from '
+                ~ staging.relation_name) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(_changelake_union_all(selects,
+        'select cast(null as string) as feed, cast(null as string) as database_name, '
+        ~ 'cast(null as string) as schema_name, cast(null as string) as table_name, '
+        ~ 'cast(null as string) as position, cast(null as string) as op_raw, '
+        ~ 'cast(null as string) as error_reason, false as is_update_half')) }}
+{% endmacro %}
+
+{# purpose: SQL expression: whether a decoded record is one half of a DataWorks update #}
+{% macro changelake_is_update_half() %}
+    {{- return("envelope_format = 'dataworks' and op_raw in ('UPDATE_BEFOR', 'UPDATE_BEFORE', 'UPDATE_AFTER') "
+        ~ "and (before_json is null or after_json is null)") -}}
+{% endmacro %}

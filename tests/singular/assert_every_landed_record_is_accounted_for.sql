@@ -33,9 +33,7 @@ every_record as (
     select
         *,
         concat(landed_file, '#', landed_line) as record_id,
-        envelope_format = 'dataworks'
-        and op_raw in ('UPDATE_BEFOR', 'UPDATE_BEFORE', 'UPDATE_AFTER')
-        and (before_json is null or after_json is null) as is_update_half
+        {{ changelake_is_update_half() }} as is_update_half
     from int_records_unioned
 ),
 
@@ -63,13 +61,19 @@ decoded as (
     group by feed
 ),
 
+-- the records of the feeds that can send update halves (DataWorks): the halves' partners are
+-- looked for there only, not in every feed's records
+dataworks_records as (
+    {{ changelake_update_half_records() }}
+),
+
 -- the complete pairs of DataWorks update halves (both halves landed, in any batch), each once,
 -- of the halves among the records accounted for
 pairs as (
     select
         halves.feed,
         {{ changelake_pair_change_id('halves') }} as change_id
-    from every_record as halves
+    from dataworks_records as halves
     left semi join records as touched
         on
             touched.is_update_half
