@@ -658,19 +658,9 @@ classified as (
         {%- do live_frontier.update({row[0]: row[1]}) -%}
     {%- endfor -%}
     {%- set dead = [] -%}
-    {%- for row in run_query('show partitions ' ~ this).rows -%}
-        {%- set spec = {} -%}
-        {%- for pair in row[0].split('/') -%}
-            {%- set name_value = pair.split('=', 1) -%}
-            {%- do spec.update({name_value[0]: name_value[1]}) -%}
-        {%- endfor -%}
-        {%- if spec.batch_id not in live_frontier
-            or (spec.part == 'frontier' and not live_frontier[spec.batch_id]) -%}
-            {%- do dead.append("partition (batch_id = " ~ _changelake_literal(spec.batch_id)
-                ~ ", part = " ~ _changelake_literal(spec.part) ~ ")") -%}
-        {%- endif -%}
+    {%- for spec in _changelake_partitions(this) if spec.batch_id not in live_frontier
+        or (spec.part == 'frontier' and not live_frontier[spec.batch_id]) -%}
+        {%- do dead.append(spec) -%}
     {%- endfor -%}
-    {%- if dead -%}
-        {%- do run_query('alter table ' ~ this ~ ' drop if exists ' ~ dead | join(', ')) -%}
-    {%- endif -%}
+    {%- do _changelake_drop_partitions(this, dead) -%}
 {% endmacro %}

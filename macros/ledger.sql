@@ -88,14 +88,38 @@
     {%- do run_query('insert into ' ~ ledger ~ ' partition (segment = ' ~ _changelake_literal(segment) ~ ')'
         ~ ' select /*+ coalesce(1) */ * from ' ~ changelake_ledger_rows(model_identifier) ~ ' as ledger_rows') -%}
     {%- set others = [] -%}
-    {%- for row in run_query('show partitions ' ~ ledger) -%}
-        {%- set value = row[0].split('=', 1)[1] -%}
-        {%- if value != segment -%}
-            {%- do others.append('partition (segment = ' ~ _changelake_literal(value) ~ ')') -%}
-        {%- endif -%}
+    {%- for spec in _changelake_partitions(ledger) if spec.segment != segment -%}
+        {%- do others.append(spec) -%}
     {%- endfor -%}
-    {%- if others -%}
-        {%- do run_query('alter table ' ~ ledger ~ ' drop if exists ' ~ others | join(', ')) -%}
+    {%- do _changelake_drop_partitions(ledger, others) -%}
+{% endmacro %}
+
+{# purpose: the partitions of a partitioned table, each a dict of column -> value #}
+{% macro _changelake_partitions(relation) %}
+    {%- set specs = [] -%}
+    {%- for row in run_query('show partitions ' ~ relation) -%}
+        {%- set spec = {} -%}
+        {%- for pair in row[0].split('/') -%}
+            {%- set name_value = pair.split('=', 1) -%}
+            {%- do spec.update({name_value[0]: name_value[1]}) -%}
+        {%- endfor -%}
+        {%- do specs.append(spec) -%}
+    {%- endfor -%}
+    {{ return(specs) }}
+{% endmacro %}
+
+{# purpose: drop the partitions `specs` (dicts of column -> value) of a table, in one statement #}
+{% macro _changelake_drop_partitions(relation, specs) %}
+    {%- set clauses = [] -%}
+    {%- for spec in specs -%}
+        {%- set values = [] -%}
+        {%- for column, value in spec.items() -%}
+            {%- do values.append(column ~ ' = ' ~ _changelake_literal(value)) -%}
+        {%- endfor -%}
+        {%- do clauses.append('partition (' ~ values | join(', ') ~ ')') -%}
+    {%- endfor -%}
+    {%- if clauses -%}
+        {%- do run_query('alter table ' ~ relation ~ ' drop if exists ' ~ clauses | join(', ')) -%}
     {%- endif -%}
 {% endmacro %}
 

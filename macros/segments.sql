@@ -168,15 +168,10 @@
     {%- set relation = target.schema ~ '.' ~ model_identifier -%}
     {%- set live = run_query(_changelake_live_segments(model_identifier)).columns[0].values() -%}
     {%- set dead = [] -%}
-    {%- for row in run_query('show partitions ' ~ relation) -%}
-        {%- set value = row[0].split('=', 1)[1] -%}
-        {%- if value not in live -%}
-            {%- do dead.append('partition (segment = ' ~ _changelake_literal(value) ~ ')') -%}
-        {%- endif -%}
+    {%- for spec in _changelake_partitions(relation) if spec.segment not in live -%}
+        {%- do dead.append(spec) -%}
     {%- endfor -%}
-    {%- if dead -%}
-        {%- do run_query('alter table ' ~ relation ~ ' drop if exists ' ~ dead | join(', ')) -%}
-    {%- endif -%}
+    {%- do _changelake_drop_partitions(relation, dead) -%}
 {% endmacro %}
 
 {#
