@@ -43,6 +43,10 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     age = results["age"]
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
+    assert not any(r["failed"] for r in age["runs"])
+    assert all(r["heap"] > 0 for r in age["runs"])
+    assert "| builds that failed | 0 | 0 | met |" in text
+    assert "driver heap after GC, MiB |" in text
     assert "| `dbt build` with nothing new, seconds (warm session) | < 10 |" in text
     # every decoder goal has its row, measured or saying why not
     assert "| UDF / native, Debezium PostgreSQL with schemas | <= 1.00 |" in text
