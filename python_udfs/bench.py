@@ -545,24 +545,17 @@ def render(results: dict[str, Any]) -> str:
         "| path | seconds | records/s | ratio to native |",
         "|---|---:|---:|---:|",
     ]
-    for name, label in (
-        ("floor", "floor: read + write, no decoding"),
-        ("native", "native `from_json` + SQL conversions"),
-        ("udf", "ChangeLake UDF (Arrow batches, orjson, schema cache)"),
-    ):
-        seconds = d[name]
-        lines.append(
-            f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {seconds / d['native']:.2f} |"
-        )
     bare = results["decode_schemaless"]
-    for name, label in (
-        ("native", "schemaless: native `from_json`, values as sent"),
-        ("udf", "schemaless: ChangeLake UDF"),
+    for timings, name, label in (
+        (d, "floor", "floor: read + write, no decoding"),
+        (d, "native", "native `from_json` + SQL conversions"),
+        (d, "udf", "ChangeLake UDF (Arrow batches, orjson, schema cache)"),
+        (bare, "native", "schemaless: native `from_json`, values as sent"),
+        (bare, "udf", "schemaless: ChangeLake UDF"),
     ):
-        seconds = bare[name]
-        lines.append(
-            f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {seconds / bare['native']:.2f} |"
-        )
+        seconds = timings[name]
+        ratio = seconds / timings["native"]
+        lines.append(f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {ratio:.2f} |")
     lines += ["", "**Decode per feed** (UDF, every generated record of the feed):", ""]
     lines += ["| feed | format | records | seconds | records/s |", "|---|---|---:|---:|---:|"]
     for f in results["per_format"]:
