@@ -82,6 +82,43 @@
 {% endmacro %}
 
 {#
+    purpose: SQL expression: the live layers of the history store as one scalar subquery, a map
+    from batch id to (committed_at, is_base, has_live_frontier). Looked up per row
+    (`try_element_at`, null for a layer that is not live), it costs one small query however
+    often a query reads the store, where a join with `_changelake_live_layers` costs a shuffle
+    or a broadcast each time (and the readers of the store read it several times over).
+#}
+{% macro _changelake_live_layer_map(model_identifier) %}
+    (
+        select map_from_entries(collect_list(struct(
+            live_layers.batch_id,
+            named_struct(
+                'committed_at', live_layers.committed_at,
+                'is_base', live_layers.is_base,
+                'has_live_frontier', live_layers.has_live_frontier
+            )
+        )))
+        from ({{ _changelake_live_layers(model_identifier) }}) as live_layers
+    )
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the rows of the history store `relation` in live layers, parts
+    `parts` only, with their layer (a struct: committed_at, is_base, has_live_frontier)
+#}
+{% macro _changelake_live_rows(relation, model_identifier, parts) %}
+    select *
+    from (
+        select
+            stored.*,
+            try_element_at({{ _changelake_live_layer_map(model_identifier) }}, stored.batch_id) as layer
+        from {{ relation }} as stored
+        where stored.part in ('{{ parts | join("', '") }}')
+    ) as stored
+    where stored.layer is not null
+{% endmacro %}
+
+{#
     purpose: SQL (a select) of the live frontier of the history store `relation`: one row per
     key, from the newest layer holding the key.
 #}
@@ -89,18 +126,13 @@
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     with
 
-    live_layers as (
-        {{ _changelake_live_layers(model_identifier) }}
-    ),
-
     frontier_rows as (
         select
-            stored.* except (part),
-            live_layers.committed_at as layer_committed_at,
-            live_layers.is_base
-        from {{ relation }} as stored
-        inner join live_layers on stored.batch_id = live_layers.batch_id
-        where stored.part = 'frontier' and live_layers.has_live_frontier
+            stored.* except (part, layer),
+            stored.layer.committed_at as layer_committed_at,
+            stored.layer.is_base
+        from ({{ _changelake_live_rows(relation, model_identifier, ['frontier']) }}) as stored
+        where stored.layer.has_live_frontier
     ),
 
     newest_deltas as (
@@ -136,17 +168,11 @@
 {% macro changelake_history_closed(relation, model_identifier='int_history_versions') %}
     with
 
-    live_layers as (
-        {{ _changelake_live_layers(model_identifier) }}
-    ),
-
     stored as (
         select
-            stored.*,
-            live_layers.committed_at as layer_committed_at
-        from {{ relation }} as stored
-        inner join live_layers on stored.batch_id = live_layers.batch_id
-        where stored.part in ('closed', 'superseded')
+            stored.* except (layer),
+            stored.layer.committed_at as layer_committed_at
+        from ({{ _changelake_live_rows(relation, model_identifier, ['closed', 'superseded']) }}) as stored
     ),
 
     superseded as (
@@ -479,9 +505,7 @@ old_truncates as (
     select
         {{ table_id | join(', ') }},
         max(last_position) as last_truncate_position
-    from {{ this }} as stored
-    where stored.part = 'truncate'
-        and stored.batch_id in (select batch_id from ({{ _changelake_live_layers(this.identifier) }}) as live_layers)
+    from ({{ _changelake_live_rows(this, this.identifier, ['truncate']) }}) as stored
     group by {{ table_id | join(', ') }}
 ),
 

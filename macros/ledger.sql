@@ -56,12 +56,18 @@
 #}
 {% macro _changelake_maintain_ledgers(max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
+    {%- set tables = [] -%}
+    {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_*'") -%}
+        {%- do tables.append(row[1]) -%}
+    {%- endfor -%}
     {%- set earlier = [] -%}
-    {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_batches__*'") -%}
-        {%- do earlier.append(row[1]) -%}
+    {%- for table in tables if table.startswith('changelake_batches__') -%}
+        {%- do earlier.append(table) -%}
     {%- endfor -%}
     {%- for model in models -%}
-        {%- do run_query(_changelake_ledger_ddl(model)) -%}
+        {%- if changelake_ledger(model).split('.')[-1] not in tables -%}
+            {%- do run_query(_changelake_ledger_ddl(model)) -%}
+        {%- endif -%}
         {%- if 'changelake_batches__' ~ model in earlier -%}
             {%- set ledger = changelake_ledger(model) -%}
             {%- do run_query('alter table ' ~ ledger ~ " drop if exists partition (segment = 'earlier')") -%}

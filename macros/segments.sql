@@ -55,9 +55,22 @@
     where live.kind in ('batch', 'segment')
 {% endmacro %}
 
-{# purpose: SQL predicate true for rows (of `relation_alias`) in a live segment of a segmented model #}
+{#
+    purpose: SQL predicate true for rows (of `relation_alias`) in a live segment of a segmented
+    model. The live segments are one scalar subquery (an array, computed once per query and
+    reused wherever the query names it), not an IN subquery: Spark rewrites those into joins,
+    a shuffle or a broadcast each, and a query reading many views over segmented tables (the
+    change log reads each feed's staging view several times over) then plans hundreds of them.
+#}
 {% macro changelake_committed(relation_alias, model_identifier) %}
-    {{ relation_alias }}.segment in ({{ _changelake_live_segments(model_identifier) }})
+    {%- set ledger = changelake_ledger(model_identifier) -%}
+    array_contains((
+        select array_except(
+            collect_set(case when ledger.kind in ('batch', 'segment') then ledger.batch_id end),
+            collect_set(case when ledger.kind = 'retired' then ledger.batch_id end)
+        )
+        from {{ ledger }} as ledger
+    ), {{ relation_alias }}.segment)
 {% endmacro %}
 
 {#
@@ -80,30 +93,39 @@
     {%- set existing = _changelake_segment_earlier_tables(models) -%}
     {%- set selects = [] -%}
     {%- for model, consumer in models.items() if model in existing -%}
+        {#- the model's own rows, and its batches the consumer consumed: one aggregate, no join -#}
         {%- set select -%}
-            select
-                {{ _changelake_literal(model) }} as model,
-                live.batch_id,
-                max(live.kind) as kind,
-                max(live.committed_at) as committed_at,
-                max(live.rows_written) as rows_written,
-                bool_or(live.kind = 'segment' or consumed.batch_id is not null) as is_consumed
-            from {{ changelake_ledger(model) }} as live
-            left anti join {{ changelake_ledger(model) }} as retired
-                on retired.kind = 'retired' and live.batch_id = retired.batch_id
-            left join (
-                select distinct batch_id from {{ changelake_ledger(consumer) }} where kind = 'consumed'
-            ) as consumed on live.batch_id = consumed.batch_id
-            where live.kind in ('batch', 'segment')
-            group by live.batch_id
+            select {{ _changelake_literal(model) }} as model, kind, batch_id, committed_at, rows_written
+            from {{ changelake_ledger(model) }}
+            where kind in ('batch', 'segment', 'retired')
+            union all
+            select {{ _changelake_literal(model) }}, 'consumed', batch_id, null, null
+            from {{ changelake_ledger(consumer) }}
+            where kind = 'consumed'
         {%- endset -%}
         {%- do selects.append(select) -%}
     {%- endfor -%}
     {%- if not selects -%}
         {{ return('') }}
     {%- endif -%}
+    {%- set query -%}
+        select
+            model,
+            batch_id,
+            max(case when kind in ('batch', 'segment') then kind end) as kind,
+            max(case when kind in ('batch', 'segment') then committed_at end) as committed_at,
+            max(case when kind in ('batch', 'segment') then rows_written end) as rows_written,
+            bool_or(kind in ('segment', 'consumed')) as is_consumed
+        from (
+            {{ selects | join('\n            union all\n') }}
+        ) as ledger_rows
+        group by model, batch_id
+        -- live: written (a batch, or a merge's segment) and not retired by a later merge
+        having bool_or(kind in ('batch', 'segment')) and not bool_or(kind = 'retired')
+        order by model, committed_at, batch_id
+    {%- endset -%}
     {%- set live = {} -%}
-    {%- for row in run_query(selects | join('\nunion all\n') ~ '\norder by model, committed_at, batch_id') -%}
+    {%- for row in run_query(query) -%}
         {%- if row[5] -%}
             {%- do live.setdefault(row[0], []).append({'name': row[1], 'kind': row[2], 'rows': row[4]}) -%}
         {%- endif -%}

@@ -17,6 +17,10 @@
 {% macro spark__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
     {%- set scope = changelake_changed_rows(relation) -%}
+    {%- if scope == 'false' -%}
+        {#- nothing to read: the marker lets the test pass without a query (spark__get_test_sql) -#}
+        {{ return('(select * from ' ~ relation ~ ' where false ' ~ _changelake_unchanged() ~ ') dbt_subquery') }}
+    {%- endif -%}
     {%- set predicates = [where] if where else [] -%}
     {%- if scope != 'true' -%}
         {%- do predicates.append(scope) -%}
@@ -28,6 +32,25 @@
         {{ return(filtered) }}
     {%- endif -%}
     {{ return(relation) }}
+{%- endmacro %}
+
+{# purpose: the comment marking a test relation this invocation did not change #}
+{% macro _changelake_unchanged() %}
+    {{- return('/* changelake: unchanged since the build that last tested it */') -}}
+{% endmacro %}
+
+{#
+    purpose: dbt's query of a test's failures. A test reading a relation this invocation did
+    not change (marked by `spark__get_where_subquery`, or by a singular test that checks
+    `changelake_relation_changed`) returns no row: it passes without a query of the relation,
+    whose views Spark would otherwise analyse (a second or more for the views over every feed).
+#}
+{% macro spark__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
+    {%- if _changelake_unchanged() in main_sql -%}
+        select 0 as failures, false as should_warn, false as should_error
+    {%- else -%}
+        {{ default__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) }}
+    {%- endif -%}
 {%- endmacro %}
 
 {# purpose: whether this invocation may have changed `relation` (true when unsure) #}
