@@ -4,7 +4,8 @@
 
     - a model whose stores (the incremental models it is computed from, nearest first)
       committed no batch in this invocation holds exactly what the last build tested: its tests
-      read an empty relation and pass at once, so a run with nothing new tests nothing again;
+      pass without a query (`spark__get_test_sql`), so a run with nothing new tests nothing
+      again;
     - a model computed from the history store alone (cdc_history, cdc_current, the typed
       tables) is tested on the keys this run's layer touched: every version of each such key,
       which is what the per-key SCD-2 rules need;

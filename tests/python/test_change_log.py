@@ -492,6 +492,18 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     accounting = ["--select", "assert_every_landed_record_is_accounted_for"]
     assert run_dbt(["build", *accounting])[0] == 0
     assert run_dbt(["build", *accounting, "--vars", "{changelake_test_scope: all}"])[0] == 1
+    # a generic test the same way: a build that did not change the log's store passes it
+    # without a query of the log (its failures query is a constant); `dbt test` queries the
+    # log and finds the duplicate
+    from python_udfs import runtime
+
+    unique = ["--select", "unique_cdc_change_log_change_id"]
+    assert run_dbt(["build", *unique])[0] == 0
+    (ran,) = (runtime.project_dir() / "target" / "run").rglob("unique_cdc_change_log_change_id.sql")
+    constant = "select 0 as failures, false as should_warn, false as should_error"
+    assert ran.read_text().split() == constant.split()
+    assert run_dbt(["test", *unique])[0] == 1
+    assert "cdc_change_log" in ran.read_text()
     # a build that commits a batch upstream accounts for that batch's records: here the same
     # change re-sent, which the change log holds (the forged copy is an older batch's: only
     # `dbt test` sees it)

@@ -58,6 +58,36 @@ def test_every_target_is_defined(monkeypatch):
         runtime.load_target(PROJECT / "profiles", "nope")
 
 
+@pytest.mark.skipif(runtime._system_java() is None, reason="no system Java 17+ here")
+def test_system_java_runs_through_the_shim_without_the_incubator_warning(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", os.environ.get("JAVA_HOME", ""))  # restored after
+    monkeypatch.setenv("CHANGELAKE_STATE_DIR", str(tmp_path))
+    said = runtime.ensure_java(tmp_path)
+    real = Path(said.split(" at ", 1)[1])
+    shim = Path(os.environ["JAVA_HOME"])
+    assert shim == tmp_path / "java-shim"
+    # what Spark's launcher passes: the flag is dropped, so the JVM warns of no incubator module
+    out = subprocess.run(
+        [str(shim / "bin" / "java"), "--add-modules=jdk.incubator.vector", "-version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "version" in out.stderr
+    assert "incubator" not in out.stderr
+    plain = subprocess.run(
+        [str(real / "bin" / "java"), "--add-modules=jdk.incubator.vector", "-version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Using incubator modules" in plain.stderr  # the warning the shim avoids
+    # a process started with JAVA_HOME at the shim shims the same Java, not the shim itself
+    assert runtime.ensure_java(tmp_path) == said
+    assert f'exec "{real}/bin/java"' in (shim / "bin" / "java").read_text()
+    assert (shim / "lib").resolve() == (real / "lib").resolve()
+
+
 def test_second_process_fails_fast_on_a_held_metastore(tmp_path):
     lock = runtime.MetastoreLock(tmp_path)
     lock.acquire()
