@@ -60,15 +60,11 @@
     {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_*'") -%}
         {%- do tables.append(row[1]) -%}
     {%- endfor -%}
-    {%- set earlier = [] -%}
-    {%- for table in tables if table.startswith('changelake_batches__') -%}
-        {%- do earlier.append(table) -%}
-    {%- endfor -%}
     {%- for model in models -%}
         {%- if changelake_ledger(model).split('.')[-1] not in tables -%}
             {%- do run_query(_changelake_ledger_ddl(model)) -%}
         {%- endif -%}
-        {%- if 'changelake_batches__' ~ model in earlier -%}
+        {%- if 'changelake_batches__' ~ model in tables -%}
             {%- set ledger = changelake_ledger(model) -%}
             {%- do run_query('alter table ' ~ ledger ~ " drop if exists partition (segment = 'earlier')") -%}
             {%- do run_query('insert into ' ~ ledger ~ " partition (segment = 'earlier')"

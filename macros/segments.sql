@@ -45,32 +45,34 @@
     {{- return("'" ~ invocation_id ~ "' as segment") -}}
 {% endmacro %}
 
-{# purpose: SQL (a select of batch_id) of a segmented model's live segments, from its ledger #}
-{% macro _changelake_live_segments(model_identifier) %}
-    {%- set ledger = changelake_ledger(model_identifier) -%}
-    select live.batch_id
-    from {{ ledger }} as live
-    left anti join {{ ledger }} as retired
-        on retired.kind = 'retired' and live.batch_id = retired.batch_id
-    where live.kind in ('batch', 'segment')
-{% endmacro %}
-
 {#
-    purpose: SQL predicate true for rows (of `relation_alias`) in a live segment of a segmented
-    model. The live segments are one scalar subquery (an array, computed once per query and
-    reused wherever the query names it), not an IN subquery: Spark rewrites those into joins,
-    a shuffle or a broadcast each, and a query reading many views over segmented tables (the
-    change log reads each feed's staging view several times over) then plans hundreds of them.
+    purpose: SQL expression: a segmented model's live segments (batch and merged segments not
+    retired by a later merge), an array from one scalar subquery over its ledger
 #}
-{% macro changelake_committed(relation_alias, model_identifier) %}
-    {%- set ledger = changelake_ledger(model_identifier) -%}
-    array_contains((
+{% macro _changelake_live_segment_array(model_identifier) %}
+    (
         select array_except(
             collect_set(case when ledger.kind in ('batch', 'segment') then ledger.batch_id end),
             collect_set(case when ledger.kind = 'retired' then ledger.batch_id end)
         )
-        from {{ ledger }} as ledger
-    ), {{ relation_alias }}.segment)
+        from {{ changelake_ledger(model_identifier) }} as ledger
+    )
+{% endmacro %}
+
+{# purpose: SQL (a select of batch_id) of a segmented model's live segments #}
+{% macro _changelake_live_segments(model_identifier) %}
+    select explode({{ _changelake_live_segment_array(model_identifier) }}) as batch_id
+{% endmacro %}
+
+{#
+    purpose: SQL predicate true for rows (of `relation_alias`) in a live segment of a segmented
+    model. The live segments are one scalar subquery (computed once per query and reused
+    wherever the query names it), not an IN subquery: Spark rewrites those into joins, a
+    shuffle or a broadcast each, and a query reading many views over segmented tables (the
+    change log reads each feed's staging view several times over) then plans hundreds of them.
+#}
+{% macro changelake_committed(relation_alias, model_identifier) %}
+    array_contains({{ _changelake_live_segment_array(model_identifier) }}, {{ relation_alias }}.segment)
 {% endmacro %}
 
 {#
