@@ -22,7 +22,8 @@ chosen), on data from :mod:`python_udfs.generator`:
    them), each over an equal increment of one world: seconds per run, storage on disk against
    a fresh full refresh of the same input (at the second, middle and last run), the time to
    read all of ``cdc_current``, one key's ``cdc_history`` and a typed current model; then a
-   run with nothing new, and ``cdc_current`` against a parquet table of its own rows.
+   run with nothing new, and ``cdc_current`` against a parquet table of its own rows. Each
+   age build's node seconds by layer are kept, and the second and last runs compared.
 
 Numbers are wall-clock on whatever machine runs it; ratios within one run are what compare.
 Nothing here asserts a time.
@@ -325,6 +326,15 @@ def _layer(name: str) -> str:
     return "views and tests"
 
 
+def _node_seconds(result: Any) -> dict[str, float]:
+    """Seconds of a run's dbt nodes by layer, its data tests as one layer."""
+    layers: dict[str, float] = {}
+    for r in result.result.results:
+        layer = "data tests" if r.node.resource_type == "test" else _layer(r.node.name)
+        layers[layer] = layers.get(layer, 0.0) + r.execution_time
+    return layers
+
+
 def _model_seconds(result: Any) -> float:
     """Seconds spent building models (tests excluded), summed over dbt's nodes."""
     return sum(r.execution_time for r in result.result.results if r.node.resource_type == "model")
@@ -455,14 +465,18 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
         for number, batch in enumerate(batches, 1):
             _land_batches([batch], landing)
             failed = ""
+            nodes: dict[str, float] = {}
             start = time.perf_counter()
             try:
-                _dbt("build")
+                nodes = _node_seconds(_dbt("build"))
             except runtime.ChangeLakeError as error:
                 # recorded and reported; the next run's build retries what this one left pending
                 failed = str(error)
                 runtime.log(f"bench: age run {number} failed: {failed}")
             seconds = time.perf_counter() - start
+            if nodes:
+                # parsing, run hooks, compiling: the build's wall time outside its nodes
+                nodes["outside nodes"] = max(0.0, seconds - sum(nodes.values()))
             if key is None:
                 key = spark.sql(
                     f"select feed, table_name, key_json from {schema}.cdc_current "
@@ -484,6 +498,7 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
                     "failed": failed,
                     "storage": storage_bytes(spark, schema),
                     "heap": driver_heap_mib(spark),
+                    "nodes": nodes,
                     **{name: read_seconds(spark, sql) for name, sql in reads.items()},
                 }
             )
@@ -744,6 +759,23 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
             f"{r.get('heap', 0):.0f} |"
         )
     lines += [f"\nRun {r['run']} failed: {r['failed']}" for r in runs if r.get("failed")]
+    if second.get("nodes") and last.get("nodes"):
+        lines += [
+            "",
+            f"Where an age build's time goes, run {second['run']} against run {last['run']} "
+            "(dbt node seconds by layer; 'outside nodes' is the rest of the build's wall time: "
+            "parsing, run hooks, compiling):",
+            "",
+            f"| layer | run {second['run']} s | run {last['run']} s | last / second |",
+            "|---|---:|---:|---:|",
+        ]
+        layers = sorted(
+            set(second["nodes"]) | set(last["nodes"]), key=lambda k: -last["nodes"].get(k, 0.0)
+        )
+        for layer in layers:
+            before, after = second["nodes"].get(layer, 0.0), last["nodes"].get(layer, 0.0)
+            ratio = f"{after / before:.2f}" if before else "-"
+            lines.append(f"| {layer} | {before:.1f} | {after:.1f} | {ratio} |")
     return lines
 
 
