@@ -20,9 +20,11 @@
 
     Compaction (a post-hook, `changelake_compact_history`) writes a base layer: the live frontier
     (one row per key) and the live closed, superseded and truncate rows of the layers since the
-    previous base; the ledger row of kind 'base' makes it visible, and the layers it replaces are
-    dropped. Readers see: every base layer's closed, superseded and truncate rows; the newest
-    base layer's frontier; every layer committed after the newest base.
+    previous base, and of the newest older bases that hold few rows against those (so the bases
+    stay logarithmic in number); the ledger row of kind 'base' makes it visible, rows of kind
+    'retired' retire the bases it merged, and the layers it replaces are dropped. Readers see:
+    every live base layer's closed, superseded and truncate rows; the newest base layer's
+    frontier; every layer committed after the newest base.
 #}
 
 {# purpose: the columns identifying one source table #}
@@ -62,8 +64,8 @@
 
 {#
     purpose: SQL (a select) of the committed layers of the history store: batch_id,
-    committed_at, is_base, has_live_frontier. Bases and the batches after the newest base
-    are live; of the bases only the newest one's frontier is.
+    committed_at, is_base, has_live_frontier. Bases not retired and the batches after the
+    newest base are live; of the bases only the newest one's frontier is.
 #}
 {% macro _changelake_live_layers(model_identifier) %}
     {%- set ledger = changelake_ledger_rows(model_identifier) -%}
@@ -76,6 +78,10 @@
     cross join (
         select max(committed_at) as committed_at from {{ ledger }} where kind = 'base'
     ) as newest
+    -- a base whose rows a later compaction copied into its own
+    left anti join (
+        select batch_id from {{ ledger }} where kind = 'retired'
+    ) as retired on ledger.batch_id = retired.batch_id
     where
         ledger.kind = 'base'
         or (ledger.kind = 'batch' and ledger.committed_at > coalesce(newest.committed_at, timestamp '1970-01-01'))
@@ -163,9 +169,12 @@
 
 {#
     purpose: SQL (a select) of the live closed versions of the history store `relation`: closed
-    rows of live layers that no later layer superseded.
+    rows of live layers that no later layer superseded. With `layers` (a SQL predicate over the
+    `stored` row and its `layer`), those of the layers it selects, read without the others'
+    rows: a compaction's selection is a suffix of the live layers (every layer after a selected
+    one is selected too), and only a later layer supersedes, so nothing outside it matters.
 #}
-{% macro changelake_history_closed(relation, model_identifier='int_history_versions') %}
+{% macro changelake_history_closed(relation, model_identifier='int_history_versions', layers=none) %}
     with
 
     stored as (
@@ -173,6 +182,9 @@
             stored.* except (layer),
             stored.layer.committed_at as layer_committed_at
         from ({{ _changelake_live_rows(relation, model_identifier, ['closed', 'superseded']) }}) as stored
+        {%- if layers %}
+        where {{ layers }}
+        {%- endif %}
     ),
 
     superseded as (
@@ -598,14 +610,23 @@ classified as (
 {#
     purpose: post-hook compacting the history store when the layers since the newest base
     number `max_layers` or more, or hold more than `max_share` of the base's rows: one base
-    layer replaces them (see the top of this file), committed by a ledger row of kind 'base';
-    then every partition that is no longer live (replaced, or left by a killed run) is dropped.
+    layer replaces them (see the top of this file). The newest older bases whose versions are
+    few against what the new base takes in are merged into it too: going from the newest base
+    back, a base is merged while it holds no more non-frontier rows than the deltas and the
+    bases merged before it, so each base left holds more than all newer ones together and the
+    store keeps a number of bases logarithmic in its versions (a version is copied about
+    log2(versions) times in its life). One ledger insert (a single file) commits the new base
+    (kind 'base') and retires the bases it merged (kind 'retired'); then every partition that
+    is no longer live (replaced, or left by a killed run) is dropped. The vars
+    `changelake_history_max_layers` and `changelake_history_max_share` override the two limits.
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2) %}
     {#- also after a run with nothing new: a compaction a killed run left undone is done then -#}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
+    {%- set max_layers = var('changelake_history_max_layers', max_layers) -%}
+    {%- set max_share = var('changelake_history_max_share', max_share) -%}
     {%- set ledger = changelake_ledger_rows(this.identifier) -%}
     {%- set stats -%}
         with live_layers as ({{ _changelake_live_layers(this.identifier) }})
@@ -621,27 +642,34 @@ classified as (
     {%- set due = row[0] >= 2 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
     {%- if due -%}
         {%- set layer = invocation_id ~ '-base' -%}
+        {%- set bases = _changelake_bases_to_merge() -%}
+        {%- set merged = bases.merged -%}
         {%- set key = _changelake_table_id() + ['key_json'] -%}
         {%- set columns = key + _changelake_version_columns() + ['last_position'] -%}
+        {%- set merged_list = _changelake_sql_list(merged) -%}
         {%- set compaction -%}
             insert into {{ this }}
             with
 
-            live_layers as (
-                {{ _changelake_live_layers(this.identifier) }}
+            folded_layers as (
+                select batch_id
+                from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
+                where not live_layers.is_base or live_layers.batch_id in {{ merged_list }}
             ),
 
-            delta_rows as (
+            -- the truncates (and, while older bases stay, the supersessions, which void
+            -- versions in those) of the folded layers, as they are
+            kept_rows as (
                 select stored.*
                 from {{ this }} as stored
-                inner join live_layers on stored.batch_id = live_layers.batch_id
-                where not live_layers.is_base and stored.part in ('superseded', 'truncate')
+                inner join folded_layers on stored.batch_id = folded_layers.batch_id
+                where stored.part in ({{ "'superseded', 'truncate'" if bases.older_bases_stay else "'truncate'" }})
             ),
 
             closed as (
                 select * except (layer_committed_at)
-                from ({{ changelake_history_closed(this, this.identifier) }}) as closed
-                where closed.batch_id in (select batch_id from live_layers where not is_base)
+                from ({{ changelake_history_closed(this, this.identifier,
+                    layers='(not stored.layer.is_base or stored.batch_id in ' ~ merged_list ~ ')') }}) as closed
             ),
 
             frontier as (
@@ -653,23 +681,65 @@ classified as (
             union all
             select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
             union all
-            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from delta_rows
+            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from kept_rows
         {%- endset -%}
         {%- do run_query(compaction) -%}
         {%- set commit -%}
             insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
-            select
-                'base' as kind,
-                '{{ layer }}' as batch_id,
-                current_timestamp() as committed_at,
-                count(*) as rows_written
-            from {{ this }}
-            where batch_id = '{{ layer }}'
+            select /*+ coalesce(1) */ * from (
+                select
+                    'base' as kind,
+                    '{{ layer }}' as batch_id,
+                    current_timestamp() as committed_at,
+                    count(*) as rows_written
+                from {{ this }}
+                where batch_id = '{{ layer }}'
+                {%- for base in merged %}
+                union all
+                select 'retired', {{ _changelake_literal(base) }}, current_timestamp(), 0
+                {%- endfor %}
+            ) as ledger_rows
         {%- endset -%}
         {%- do run_query(commit) -%}
         {%- do _changelake_drop_dead_layers() -%}
     {%- endif -%}
     {{ return('select 1') }}
+{% endmacro %}
+
+{#
+    purpose: the live bases a compaction due now merges into its new base, newest first (see
+    changelake_compact_history), from the non-frontier rows of the live layers; and whether
+    older bases stay live: {'merged': [batch ids], 'older_bases_stay': bool}
+#}
+{% macro _changelake_bases_to_merge() %}
+    {%- set query -%}
+        select
+            live_layers.batch_id,
+            live_layers.is_base,
+            count(stored.part) as rows
+        from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
+        left join (
+            select batch_id, part from {{ this }} where part != 'frontier'
+        ) as stored on live_layers.batch_id = stored.batch_id
+        group by live_layers.batch_id, live_layers.is_base, live_layers.committed_at
+        order by live_layers.committed_at desc
+    {%- endset -%}
+    {%- set rows = run_query(query).rows -%}
+    {%- set walk = namespace(rows=0, merging=true, bases=0) -%}
+    {%- for row in rows if not row[1] -%}
+        {%- set walk.rows = walk.rows + row[2] -%}
+    {%- endfor -%}
+    {%- set merged = [] -%}
+    {%- for row in rows if row[1] -%}
+        {%- set walk.bases = walk.bases + 1 -%}
+        {%- if walk.merging and row[2] <= walk.rows -%}
+            {%- do merged.append(row[0]) -%}
+            {%- set walk.rows = walk.rows + row[2] -%}
+        {%- else -%}
+            {%- set walk.merging = false -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return({'merged': merged, 'older_bases_stay': merged | length < walk.bases}) }}
 {% endmacro %}
 
 {# purpose: drop the partitions of the history store that no reader sees any more #}

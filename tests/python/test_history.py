@@ -272,6 +272,60 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     assert history(spark, s) == expected
 
 
+def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt, spark, tmp_path):
+    """Eight builds with a compaction every second one (two delta layers make it due): each new
+    base takes in the older bases with few versions (retired in the ledger, their partitions
+    dropped), so fewer bases stay live than compactions ran; late changes re-fold keys whose
+    closed versions sit in older bases, and a truncate closes every key. After every build the
+    SCD-2 tests pass; the history after the last equals a full refresh."""
+    s = dbt.schema
+    every_second = "{changelake_history_max_layers: 2, changelake_history_max_share: 1000}"
+
+    def row(key, run):
+        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
+
+    for run in range(1, 9):
+        batch = [
+            message(100 * run, "c" if run == 1 else "u", 1, None, row(1, run)),
+            message(100 * run + 10, "c" if run == 1 else "u", 2, None, row(2, run)),
+        ]
+        if run == 4:
+            batch.append(message(100 * run + 50, "t", None))  # closes 1 and 2
+        if run == 5:
+            # late: between runs 1 and 2, and before run 4's truncate (key 1's closed
+            # versions are in the base of run 2's compaction)
+            batch.append(message(150, "u", 1, None, row(1, "late")))
+        if run == 6:
+            batch.append(message(100 * run + 20, "d", 2, {"id": 2}))
+        if run == 8:
+            batch.append(message(650, "u", 2, None, row(2, "late")))  # after its delete
+        land(dbt, tmp_path, f"b{run}.jsonl", batch)
+        dbt("build", "--vars", every_second)
+
+    ledger = spark.sql(
+        f"select kind, batch_id from {s}.changelake_ledger__int_history_versions "
+        "where kind in ('base', 'retired')"
+    ).collect()
+    bases = {r.batch_id for r in ledger if r.kind == "base"}
+    retired = {r.batch_id for r in ledger if r.kind == "retired"}
+    assert len(bases) == 4, ledger  # runs 2, 4, 6 and 8 compacted
+    assert retired, ledger  # some bases merged into newer ones
+    assert retired < bases, ledger
+    on_disk = {
+        r[0].split("/")[0].removeprefix("batch_id=")
+        for r in spark.sql(f"show partitions {s}.int_history_versions").collect()
+    }
+    assert {b for b in on_disk if b.endswith("-base")} == bases - retired
+
+    incremental = history(spark, s)
+    key_1 = [v for v in incremental if v[0] == '{"id":1}']
+    # the late change opened a version between runs 1 and 2; the truncate closed key 1
+    assert [v[2]["v"] for v in key_1[:3]] == ["1-1", "1-late", "1-2"]
+    assert [v[6] for v in key_1] == [False] * 4 + [True] + [False] * 4
+    dbt("build", "--full-refresh")
+    assert history(spark, s) == incremental
+
+
 def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tmp_path):
     from python_udfs.project import run_dbt
 
