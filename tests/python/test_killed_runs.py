@@ -120,19 +120,63 @@ def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
             (root / feed.name / file.name).write_bytes(file.read_bytes())
 
 
+def _land_items(root: Path, name: str, first_lsn: int) -> None:
+    """A kcat file of 30 Debezium PostgreSQL changes to a table of its own (schema-less), five
+    keys updated in turn: each file closes ~25 versions, more than the demo's history holds."""
+    records = []
+    for step in range(30):
+        lsn, key = first_lsn + step, step % 5
+        value = {
+            "before": None,
+            "after": {"id": key, "v": f"{name}-{step}"},
+            "op": "c" if step < 5 and first_lsn == 1 else "u",
+            "ts_ms": 1,
+            "source": {
+                "connector": "postgresql",
+                "name": "pg",
+                "db": "shop",
+                "schema": "public",
+                "table": "items",
+                "lsn": lsn,
+                "ts_ms": 1_700_000_000_000 + lsn,
+                "txId": lsn,
+            },
+        }
+        records.append(
+            {
+                "topic": "pg.public.items",
+                "partition": 0,
+                "offset": lsn,
+                "tstype": "create",
+                "ts": 0,
+                "broker": 0,
+                "headers": [],
+                "key": json.dumps({"id": key}),
+                "payload": json.dumps(value),
+            }
+        )
+    (root / "pg_inventory").mkdir(parents=True, exist_ok=True)
+    text = "\n".join(json.dumps(r) for r in records) + "\n"
+    (root / "pg_inventory" / f"{name}.jsonl").write_text(text)
+
+
 def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made
     due at once), then while compaction writes the history's base layer (the store's second
     layer makes it due), then while the run's start merges table segments (made due at once);
-    each is run again. The results equal one uninterrupted build of both
-    landings (what two uninterrupted builds in turn give: incremental equals full refresh)."""
+    each is run again. Two more landings follow, the second built with a compaction due that
+    merges the first base into its new one, killed while that base is written and run again.
+    The results equal one uninterrupted build of every landing (what uninterrupted builds in
+    turn give: incremental equals full refresh)."""
     first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
     clean = tmp_path / "clean" / "state"
     killed = tmp_path / "killed" / "state"
     for state in (clean, killed):
         state.mkdir(parents=True)
     _land_demo(clean.parent / "landing")
+    _land_items(clean.parent / "landing", "items-a", 1)
+    _land_items(clean.parent / "landing", "items-b", 100)
     _land_demo(killed.parent / "landing", first)
 
     assert _build(clean) == 0
@@ -178,11 +222,37 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     # log (due after one consumed batch here)
     _build(killed, merge_written, "--vars", "{changelake_segments_max_tail: 1}")
     assert _build(killed) == 0
+    # the killed run's uncommitted base layer was dropped by the rerun's compaction
+    bases = {path.name for path in store.glob("batch_id=*-base")}
+    assert len(bases) == 1, bases
+    (first_base,) = bases
+
+    # two more layers; the second's compaction (due at two layers) merges the first base, whose
+    # versions are fewer than the two layers', into the new one: killed while it is written
+    _land_items(killed.parent / "landing", "items-a", 1)
+    assert _build(killed) == 0
+    _land_items(killed.parent / "landing", "items-b", 100)
+    every_second = [
+        "--vars",
+        "{changelake_history_max_layers: 2, changelake_history_max_share: 1000}",
+    ]
+
+    def second_base_written() -> bool:
+        try:
+            return any(
+                "-base" in str(path) and first_base not in str(path) for path in store.rglob("*")
+            )
+        except FileNotFoundError:
+            return False
+
+    _build(killed, second_base_written, *every_second)
+    assert _build(killed, None, *every_second) == 0
 
     expected = _results(clean)
     assert expected["changes"]
     assert expected["history"]
     assert _results(killed) == expected
-    # the killed run's uncommitted base layer was dropped by the rerun's compaction
+    # one base: the merged first base's partitions and the killed run's layer are dropped
     bases = {path.name for path in store.glob("batch_id=*-base")}
     assert len(bases) == 1, bases
+    assert first_base not in bases, bases
