@@ -123,38 +123,13 @@ def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
 def _land_items(root: Path, name: str, first_lsn: int) -> None:
     """A kcat file of 30 Debezium PostgreSQL changes to a table of its own (schema-less), five
     keys updated in turn: each file closes ~25 versions, more than the demo's history holds."""
+    from test_history import message
+
     records = []
     for step in range(30):
         lsn, key = first_lsn + step, step % 5
-        value = {
-            "before": None,
-            "after": {"id": key, "v": f"{name}-{step}"},
-            "op": "c" if step < 5 and first_lsn == 1 else "u",
-            "ts_ms": 1,
-            "source": {
-                "connector": "postgresql",
-                "name": "pg",
-                "db": "shop",
-                "schema": "public",
-                "table": "items",
-                "lsn": lsn,
-                "ts_ms": 1_700_000_000_000 + lsn,
-                "txId": lsn,
-            },
-        }
-        records.append(
-            {
-                "topic": "pg.public.items",
-                "partition": 0,
-                "offset": lsn,
-                "tstype": "create",
-                "ts": 0,
-                "broker": 0,
-                "headers": [],
-                "key": json.dumps({"id": key}),
-                "payload": json.dumps(value),
-            }
-        )
+        op = "c" if step < 5 and first_lsn == 1 else "u"
+        records.append(message(lsn, op, key, None, {"id": key, "v": f"{name}-{step}"}))
     (root / "pg_inventory").mkdir(parents=True, exist_ok=True)
     text = "\n".join(json.dumps(r) for r in records) + "\n"
     (root / "pg_inventory" / f"{name}.jsonl").write_text(text)
