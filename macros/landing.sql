@@ -246,44 +246,51 @@
 {% endmacro %}
 
 {#
-    purpose: a select of (feed, landing_folder, files_listed), a row per feed declared in the
-    `landing` source: its folder and the files in it now (0: the folder is empty or missing)
+    purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
+    declared in the `landing` source: its folder, whether it exists (null where Python cannot
+    see the file system: python_udfs.spark_udfs.folder_exists) and the files in it now
 #}
 {% macro changelake_feed_folders() %}
     {%- set selects = [] -%}
     {%- for node in _changelake_landing_nodes() -%}
+        {%- set folder = _changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path) -%}
         {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, '
-            ~ _changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)
-            ~ ' as landing_folder, count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
+            ~ folder ~ ' as landing_folder, changelake_folder_exists(' ~ folder ~ ') as has_landing_folder, '
+            ~ 'count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
     {%- endfor -%}
     {{ return(_changelake_union_all(selects,
-        'select cast(null as string) as feed, cast(null as string) as landing_folder, 0 as files_listed')) }}
+        'select cast(null as string) as feed, cast(null as string) as landing_folder, '
+        ~ 'cast(null as boolean) as has_landing_folder, 0 as files_listed')) }}
 {% endmacro %}
 
 {#
-    purpose: SQL of the declared feeds whose folder lists no file (feed, landing_folder). At run
-    time the folders are listed once, here: a warning names each such feed with its folder, and
-    the SQL returned is those rows as literals (the data test that reads it lists nothing again).
+    purpose: SQL of the declared feeds whose folder lists no file (feed, landing_folder,
+    has_landing_folder). At run time the folders are listed once, here: a warning names each such
+    feed with its folder and whether the folder is missing or empty, and the SQL returned is
+    those rows as literals (the data test that reads it lists nothing again).
 #}
 {% macro changelake_feeds_without_files() %}
-    {%- set query = 'select feed, landing_folder from (' ~ changelake_feed_folders()
+    {%- set query = 'select feed, landing_folder, has_landing_folder from (' ~ changelake_feed_folders()
         ~ ') as folders where files_listed = 0' -%}
     {%- if not execute -%}
         {{ return(query) }}
     {%- endif -%}
     {%- set named = [] -%}
     {%- set rows = [] -%}
+    {%- set states = {true: 'empty', false: 'no such folder', none: 'no file listed'} -%}
     {%- for row in run_query(query ~ ' order by feed').rows -%}
-        {%- do named.append(row[0] ~ ' (' ~ row[1] ~ ')') -%}
+        {%- do named.append(row[0] ~ ' (' ~ row[1] ~ ': ' ~ states[row[2]] ~ ')') -%}
         {%- do rows.append('select ' ~ _changelake_literal(row[0]) ~ ' as feed, '
-            ~ _changelake_literal(row[1]) ~ ' as landing_folder') -%}
+            ~ _changelake_literal(row[1]) ~ ' as landing_folder, cast('
+            ~ ('null' if row[2] is none else row[2] | string | lower) ~ ' as boolean) as has_landing_folder') -%}
     {%- endfor -%}
     {%- if named -%}
         {%- do exceptions.warn(named | length ~ ' declared feed(s) have no landed file: '
             ~ named | join(', ') ~ "; land files there, or fix the feed's path or the landing root") -%}
     {%- endif -%}
     {{ return(_changelake_union_all(rows,
-        'select cast(null as string) as feed, cast(null as string) as landing_folder')) }}
+        'select cast(null as string) as feed, cast(null as string) as landing_folder, '
+        ~ 'cast(null as boolean) as has_landing_folder')) }}
 {% endmacro %}
 
 {#

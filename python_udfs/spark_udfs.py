@@ -4,19 +4,22 @@ SQL usage (after ``register``)::
 
     select changelake_decode('debezium', key, payload, headers) as changes from raw
     select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
+    select changelake_folder_exists('/landing/pg_inventory')
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from python_udfs.layout import SPARK_SCHEMA
 
-UDF_NAMES = ("changelake_decode", "changelake_versions")
+UDF_NAMES = ("changelake_decode", "changelake_versions", "changelake_folder_exists")
 
 
 def _pairs(headers: list[str | None] | None) -> list[tuple[str, str | None]] | None:
@@ -71,6 +74,20 @@ def _conformed(
     return out
 
 
+def folder_exists(path: str | None) -> bool | None:
+    """Whether ``path`` is a folder, where the Python worker can tell: a local path or a
+    ``file:`` URI. None for any other file system (``s3a://``, ``hdfs://``, ...), which Spark
+    reads through Hadoop and Python cannot see: unknown, never a guess. Spark's own listing of a
+    missing folder returns no file without an error, as an empty one does; this tells them apart.
+    """
+    if path is None:
+        return None
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        return None
+    return os.path.isdir(unquote(parsed.path) if parsed.scheme else path)
+
+
 def register(spark: Any) -> list[str]:
     """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
     from pyspark.sql.functions import arrow_udf, udf
@@ -92,4 +109,6 @@ def register(spark: Any) -> list[str]:
     spark.udf.register("changelake_decode", arrow_udf(changelake_decode, spark_type))
     versions_udf = udf(versions_row, returnType=VERSIONS_SCHEMA, useArrow=True)
     spark.udf.register("changelake_versions", versions_udf)
+    exists_udf = udf(folder_exists, returnType="boolean", useArrow=True)
+    spark.udf.register("changelake_folder_exists", exists_udf)
     return list(UDF_NAMES)

@@ -32,7 +32,7 @@ records as (
     group by feed
 ),
 
--- every declared feed, its folder and the files in it now (0: the folder is empty or missing)
+-- every declared feed, its folder, whether that exists, and the files in it now
 folders as (
     {{ changelake_feed_folders() }}
 ),
@@ -58,6 +58,8 @@ final as (
         -- strings
         folders.landing_folder,
         records.last_position,
+        -- booleans
+        folders.has_landing_folder,
         -- timestamps
         records.last_heartbeat_at,
         records.last_committed_at,

@@ -374,8 +374,10 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     ).first()[0]
     assert moved == 1 + len(gzip.decompress(sink_files[0].read_bytes()).decode().splitlines())
 
-    # the other feeds' folders do not exist under the new root: a warning names each with the
-    # folder it reads, and the feed health shows them with no file listed
+    # the other feeds' folders do not exist under the new root (canal's is there, empty): a
+    # warning names each with the folder it reads, and the feed health shows them with no file
+    # listed and which folder is missing
+    (tmp_path / "moved" / "canal_inventory").mkdir()
     result = dbt(
         "build", "--select", "cdc_feed_health", "assert_every_declared_feed_has_landed_files"
     )
@@ -386,9 +388,13 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     folders = {
         r.feed: r
         for r in spark.sql(
-            f"select feed, landing_folder, files_listed from {s}.cdc_feed_health"
+            f"select feed, landing_folder, has_landing_folder, files_listed "
+            f"from {s}.cdc_feed_health"
         ).collect()
     }
     assert folders["canal_inventory"].landing_folder == f"{tmp_path}/moved/canal_inventory"
-    assert folders["canal_inventory"].files_listed == 0
-    assert folders["sqlserver_inventory"].files_listed == 1
+    listed = {feed: (row.files_listed, row.has_landing_folder) for feed, row in folders.items()}
+    assert (listed["canal_inventory"], listed["sqlserver_inventory"]) == ((0, True), (1, True))
+    missing = {feed for feed, row in folders.items() if row.has_landing_folder is False}
+    assert missing == set(folders) - {"canal_inventory", "sqlserver_inventory"}
+    assert all(folders[feed].files_listed == 0 for feed in missing)

@@ -13,7 +13,7 @@ from pyspark.sql.types import _parse_datatype_string
 
 from python_udfs import ENVELOPE_FORMATS, FIELD_NAMES, decode
 from python_udfs.layout import SPARK_SCHEMA
-from python_udfs.spark_udfs import decode_batch
+from python_udfs.spark_udfs import decode_batch, folder_exists
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = (
@@ -85,3 +85,28 @@ def test_random_input_never_raises(key, value, headers):
     rows = batch.to_pylist()[0]
     assert rows
     assert all(list(r) == list(FIELD_NAMES) for r in rows)
+
+
+def test_folder_exists_tells_a_missing_folder_from_an_empty_one(tmp_path, spark):
+    empty = tmp_path / "empty feed"
+    empty.mkdir()
+    (tmp_path / "a file").write_text("x")
+    missing = tmp_path / "missing"
+    cases = {
+        str(empty): True,
+        empty.as_uri(): True,  # file:///.../empty%20feed
+        f"file:{empty}": True,
+        str(missing): False,
+        missing.as_uri(): False,
+        str(tmp_path / "a file"): False,
+        "s3a://bucket/landing/pg": None,  # Python cannot see it: unknown, not false
+        "hdfs://namenode/landing/pg": None,
+        None: None,
+    }
+    assert {path: folder_exists(path) for path in cases} == cases
+    # the same answers from the registered SQL function
+    paths = [p for p in cases if p is not None]
+    rows = spark.createDataFrame([(p,) for p in paths], "path string")
+    rows.createOrReplaceTempView("folder_paths")
+    found = spark.sql("select path, changelake_folder_exists(path) as found from folder_paths")
+    assert {r.path: r.found for r in found.collect()} == {p: cases[p] for p in paths}
