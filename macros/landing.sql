@@ -247,16 +247,33 @@
 
 {#
     purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
-    declared in the `landing` source: its folder, whether it exists (null where Python cannot
-    see the file system: python_udfs.spark_udfs.folder_exists) and the files in it now
+    declared in the `landing` source: its folder, whether it exists, and the files in it now.
+    Whether it exists is asked when the macro runs (`changelake_folder_exists`, a session
+    function, which a view cannot call) and written in as a literal: as of the last build; null
+    where Python cannot see the file system (python_udfs.spark_udfs.folder_exists).
 #}
 {% macro changelake_feed_folders() %}
+    {%- set nodes = _changelake_landing_nodes() -%}
+    {%- set folders = [] -%}
+    {%- for node in nodes -%}
+        {%- do folders.append(_changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)) -%}
+    {%- endfor -%}
+    {%- set found = [] -%}
+    {%- if folders -%}
+        {%- set checks = [] -%}
+        {%- for folder in folders -%}
+            {%- do checks.append('changelake_folder_exists(' ~ folder ~ ')') -%}
+        {%- endfor -%}
+        {%- for value in run_query('select ' ~ checks | join(', ')).rows[0] -%}
+            {%- do found.append('null' if value is none else value | string | lower) -%}
+        {%- endfor -%}
+    {%- endif -%}
     {%- set selects = [] -%}
-    {%- for node in _changelake_landing_nodes() -%}
-        {%- set folder = _changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path) -%}
+    {%- for node in nodes -%}
         {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, '
-            ~ folder ~ ' as landing_folder, changelake_folder_exists(' ~ folder ~ ') as has_landing_folder, '
-            ~ 'count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
+            ~ folders[loop.index0] ~ ' as landing_folder, cast(' ~ found[loop.index0]
+            ~ ' as boolean) as has_landing_folder, count(*) as files_listed from '
+            ~ _changelake_file_listing(node)) -%}
     {%- endfor -%}
     {{ return(_changelake_union_all(selects,
         'select cast(null as string) as feed, cast(null as string) as landing_folder, '
