@@ -258,26 +258,49 @@
     {%- for node in nodes -%}
         {%- do folders.append(_changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)) -%}
     {%- endfor -%}
-    {%- set found = [] -%}
-    {%- if folders -%}
-        {%- set checks = [] -%}
-        {%- for folder in folders -%}
-            {%- do checks.append('changelake_folder_exists(' ~ folder ~ ')') -%}
-        {%- endfor -%}
-        {%- for value in run_query('select ' ~ checks | join(', ')).rows[0] -%}
-            {%- do found.append('null' if value is none else value | string | lower) -%}
-        {%- endfor -%}
-    {%- endif -%}
+    {%- set found = _changelake_folders_exist(folders) -%}
     {%- set selects = [] -%}
     {%- for node in nodes -%}
         {%- do selects.append('select ' ~ _changelake_literal(node.name) ~ ' as feed, '
-            ~ folders[loop.index0] ~ ' as landing_folder, cast(' ~ found[loop.index0]
-            ~ ' as boolean) as has_landing_folder, count(*) as files_listed from '
-            ~ _changelake_file_listing(node)) -%}
+            ~ folders[loop.index0] ~ ' as landing_folder, '
+            ~ _changelake_boolean_literal(found[loop.index0]) ~ ' as has_landing_folder, '
+            ~ 'count(*) as files_listed from ' ~ _changelake_file_listing(node)) -%}
     {%- endfor -%}
     {{ return(_changelake_union_all(selects,
         'select cast(null as string) as feed, cast(null as string) as landing_folder, '
         ~ 'cast(null as boolean) as has_landing_folder, 0 as files_listed')) }}
+{% endmacro %}
+
+{#
+    purpose: whether each folder (SQL literals) exists, true/false/none, in one query of the
+    session function changelake_folder_exists, asked once per invocation: the feed health model
+    and the warn test that follows it share the answer (dbt shares the graph dict between nodes)
+#}
+{% macro _changelake_folders_exist(folders) %}
+    {%- if not folders -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set memo = graph.setdefault('changelake_folders_exist', {}).setdefault(invocation_id, {}) -%}
+    {%- set unknown = folders | reject('in', memo) | list -%}
+    {%- if unknown -%}
+        {%- set checks = [] -%}
+        {%- for folder in unknown -%}
+            {%- do checks.append('changelake_folder_exists(' ~ folder ~ ')') -%}
+        {%- endfor -%}
+        {%- for value in run_query('select ' ~ checks | join(', ')).rows[0] -%}
+            {%- do memo.update({unknown[loop.index0]: value}) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- set found = [] -%}
+    {%- for folder in folders -%}
+        {%- do found.append(memo[folder]) -%}
+    {%- endfor -%}
+    {{ return(found) }}
+{% endmacro %}
+
+{# purpose: a SQL boolean literal of true, false or none (a typed null) #}
+{% macro _changelake_boolean_literal(value) %}
+    {{- return('cast(null as boolean)' if value is none else (value | string | lower)) -}}
 {% endmacro %}
 
 {#
@@ -298,8 +321,8 @@
     {%- for row in run_query(query ~ ' order by feed').rows -%}
         {%- do named.append(row[0] ~ ' (' ~ row[1] ~ ': ' ~ states[row[2]] ~ ')') -%}
         {%- do rows.append('select ' ~ _changelake_literal(row[0]) ~ ' as feed, '
-            ~ _changelake_literal(row[1]) ~ ' as landing_folder, cast('
-            ~ ('null' if row[2] is none else row[2] | string | lower) ~ ' as boolean) as has_landing_folder') -%}
+            ~ _changelake_literal(row[1]) ~ ' as landing_folder, '
+            ~ _changelake_boolean_literal(row[2]) ~ ' as has_landing_folder') -%}
     {%- endfor -%}
     {%- if named -%}
         {%- do exceptions.warn(named | length ~ ' declared feed(s) have no landed file: '
