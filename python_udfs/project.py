@@ -112,6 +112,8 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
             target = _local_server_target(home)
         RUNTIME.start(home, Path(profiles), target)
     result = dbtRunner().invoke(full)
+    if RUNTIME.session is not None:
+        runtime.release_finished_query_jobs(RUNTIME.session)
     if result.exception is not None:
         # dbt's own CLI prints usage errors and crashes; in-process they come back as objects.
         runtime.log(f"dbt: {type(result.exception).__name__}: {result.exception}")

@@ -445,6 +445,37 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     return removed
 
 
+def release_finished_query_jobs(session: SparkSession) -> int:
+    """Drop what Spark's scheduler still holds of SQL executions that have ended; return how
+    many executions it held. Called between dbt invocations, when none of ours runs.
+
+    Spark 4.3's DAGScheduler records the jobs of each SQL execution (``activeQueryToJobs``) and
+    forgets them when the execution ends. A job that starts after its execution has ended (an
+    adaptive query stage or a broadcast started asynchronously, finishing after the query
+    returned) is recorded after that and never forgotten, and with it the job's physical plan
+    and the broadcast relations the plan holds: a few per build, megabytes each, for as long as
+    the session lives (50 builds of the benchmark's age run grew the driver heap by gigabytes).
+    ``cleanupQueryJobs`` is the scheduler's own removal, queued on its event loop; nothing is
+    done while any job runs (another thread's query may still be adding jobs), nor on a Spark
+    Connect session (the scheduler is in the server's JVM) or a Spark without the registry."""
+    jvm_session = getattr(session, "_jsparkSession", None)
+    if jvm_session is None:
+        return 0
+    from py4j.protocol import Py4JError
+
+    try:
+        context = session.sparkContext._jsc.sc()
+        if len(context.statusTracker().getActiveJobIds()) > 0:
+            return 0
+        scheduler = context.dagScheduler()
+        executions = list(scheduler.activeQueryToJobs().keySet().toArray())
+        for execution in executions:
+            scheduler.cleanupQueryJobs(int(execution))
+    except Py4JError:
+        return 0
+    return len(executions)
+
+
 def describe(session: SparkSession) -> dict[str, Any]:
     """A few facts about the session, for messages."""
     conf = session.conf

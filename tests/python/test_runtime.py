@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,23 @@ def test_dbt_exit_code_is_passed_through(tmp_path):
     )
     assert out.returncode == 2
     assert "no-such-flag" in out.stdout + out.stderr
+
+
+def test_jobs_left_registered_after_their_query_are_released(spark):
+    """Spark's scheduler keeps the jobs of a SQL execution that has ended, plan and broadcasts
+    included, when they started after it ended; the runtime releases them between invocations."""
+    context = spark.sparkContext
+    scheduler = context._jsc.sc().dagScheduler()
+    execution = 98_765_432_100  # beyond 32 bits: Spark's key is a Long
+    # a job tagged with an execution that never ends stands for one started after its query
+    context.setLocalProperty("spark.sql.execution.id", str(execution))
+    try:
+        assert context.parallelize([1, 2, 3], 2).count() == 3
+    finally:
+        context.setLocalProperty("spark.sql.execution.id", None)
+    assert scheduler.activeQueryToJobs().containsKey(execution)
+    assert runtime.release_finished_query_jobs(spark) >= 1
+    deadline = time.monotonic() + 30
+    while not scheduler.activeQueryToJobs().isEmpty() and time.monotonic() < deadline:
+        time.sleep(0.2)  # the removals are queued on the scheduler's event loop
+    assert scheduler.activeQueryToJobs().isEmpty()
