@@ -459,8 +459,7 @@ def release_finished_query_jobs(session: SparkSession) -> int:
     own removal, queued on its event loop; nothing is done while any job runs (another
     thread's query may still be adding jobs), nor on a Spark Connect session (the scheduler is
     in the server's JVM) or a Spark without the registry."""
-    jvm_session = getattr(session, "_jsparkSession", None)
-    if jvm_session is None:
+    if getattr(session, "_jsparkSession", None) is None:  # Spark Connect
         return 0
     from py4j.protocol import Py4JError
 
