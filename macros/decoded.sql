@@ -35,7 +35,7 @@
 {#
     purpose: the landed files of the feed of `node` that no committed batch of this model has
     tried, as [path, size, modification time in epoch microseconds]; listed before the raw
-    table is refreshed (a pre-hook), so the raw table's read sees every one of them
+    tables are refreshed (the whole-file table by a pre-hook), so their reads see every one
 #}
 {% macro _changelake_new_files(node) %}
     {%- set listing = _changelake_file_listing(node) -%}
@@ -64,7 +64,12 @@
         {%- endif %}
         order by listed.landed_file
     {%- endset -%}
-    {{ return(run_query(query).rows | map('list') | list) }}
+    {%- set files = run_query(query).rows | map('list') | list -%}
+    {%- if files -%}
+        {#- listed after the files, so its read sees every one of them -#}
+        {%- do run_query('refresh table ' ~ _changelake_landed_lines(node)) -%}
+    {%- endif -%}
+    {{ return(files) }}
 {% endmacro %}
 
 {# purpose: columns of a landed file from its path: the Kafka Connect sink name's parts #}
@@ -84,10 +89,32 @@
         cast(nullif(regexp_extract({{ path_sql }}, '{{ sink_name }}', 3), '') as bigint) as sink_start_offset
 {% endmacro %}
 
+{#
+    purpose: a where clause keeping the rows of a landed-file table that come from `files`
+    ([path, size, ...]) alone: Spark lists and reads only those files
+#}
+{% macro _changelake_landed_files_filter(files) %}
+    {%- if not files -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {%- set listed = [] -%}
+    {%- for file in files -%}
+        {%- do listed.append(_changelake_literal(file[0] ~ '#' ~ file[1])) -%}
+    {%- endfor -%}
+    {{ return("concat(_metadata.file_path, '#', _metadata.file_size) in (" ~ listed | join(', ') ~ ')') }}
+{% endmacro %}
+
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- if not files %}
 {{ _changelake_nothing_new() }} /* no new landed file */
     {%- endif %}
+    {#- compressed files are read whole, the others line by line (see plain_lines) -#}
+    {%- set gzip_listed = [] -%}
+    {%- set plain_listed = [] -%}
+    {%- for file in files -%}
+        {%- do (gzip_listed if file[0].endswith('.gz') else plain_listed).append(file) -%}
+    {%- endfor -%}
+    {%- set lines_table = _changelake_landed_lines(_changelake_landing_source(feed)) -%}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
         if meta.shape == 'auto' else '') -%}
@@ -117,53 +144,117 @@ new_files as (
     {%- endif %}
 ),
 
--- their text; a file that cannot be read is skipped (the raw table's ignoreCorruptFiles)
-landed_files as (
+-- the lines of the uncompressed files, read line by line, so a file of any size streams
+-- through in blocks (Spark's splits); a line's number is its index in its block plus the lines
+-- of its file's earlier blocks (changelake_line_in_block, python_udfs/spark_udfs.py)
+plain_lines as (
     select
-        new_files.*,
-        landed.file_text,
-        is_valid_utf8(landed.file_text) as is_utf8
+        read.landed_file,
+        read.landed_file_size,
+        case
+            when blocks.block_start is null
+                then raise_error('line numbers: a block of ' || read.landed_file || ' was not counted')
+            else cast(blocks.lines_before + read.line_in_block as int)
+        end as landed_line,
+        read.line
     from (
         select
-            value as file_text,
             _metadata.file_path as landed_file,
-            _metadata.file_size as landed_file_size
-        from {{ source('landing', feed) }}
-        {%- if files %}
-        where concat(_metadata.file_path, '#', _metadata.file_size) in (
-            {%- for file in files %}
-            {{ _changelake_literal(file[0] ~ '#' ~ file[1]) }}{{ "," if not loop.last }}
-            {%- endfor %}
-        )
-        {%- else %}
-        where false
-        {%- endif %}
-    ) as landed
-    inner join new_files
-        on landed.landed_file = new_files.landed_file and landed.landed_file_size = new_files.landed_file_size
+            _metadata.file_size as landed_file_size,
+            _metadata.file_block_start as block_start,
+            -- every row of the scan, in order: no filter may come before it
+            changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) as line_in_block,
+            value as line
+        from {{ lines_table }}
+        where {{ _changelake_landed_files_filter(plain_listed) }}
+    ) as read
+    left join (
+        select
+            landed_file,
+            landed_file_size,
+            block_start,
+            coalesce(
+                sum(block_lines) over (
+                    partition by landed_file, landed_file_size
+                    order by block_start
+                    rows between unbounded preceding and 1 preceding
+                ),
+                0
+            ) as lines_before
+        from (
+            select
+                _metadata.file_path as landed_file,
+                _metadata.file_size as landed_file_size,
+                _metadata.file_block_start as block_start,
+                count(*) as block_lines
+            from {{ lines_table }}
+            where {{ _changelake_landed_files_filter(plain_listed) }}
+            group by _metadata.file_path, _metadata.file_size, _metadata.file_block_start
+        ) as counted
+    ) as blocks
+        on
+            read.landed_file = blocks.landed_file
+            and read.landed_file_size = blocks.landed_file_size
+            and read.block_start = blocks.block_start
+),
+
+-- the compressed (.gz) files, read whole: a stream cut short fails the whole file, which is
+-- then skipped (the raw table's ignoreCorruptFiles), never read in part
+gzip_files as (
+    select
+        value as file_text,
+        is_valid_utf8(value) as is_utf8,
+        _metadata.file_path as landed_file,
+        _metadata.file_size as landed_file_size
+    from {{ source('landing', feed) }}
+    where {{ _changelake_landed_files_filter(gzip_listed) }}
+),
+
+gzip_lines as (
+    select
+        gzip_files.landed_file,
+        gzip_files.landed_file_size,
+        lines.line_index as landed_line,
+        -- split() decodes the text, so an invalid byte arrives as U+FFFD: in a file that is not
+        -- valid UTF-8, a line holding U+FFFD is the line with the bad bytes
+        lines.line,
+        not gzip_files.is_utf8 and contains(lines.line, '\ufffd') as is_bad_utf8
+    from gzip_files
+    lateral view posexplode(split(gzip_files.file_text, '\n')) lines as line_index, line
 ),
 
 landed_lines as (
     select
-        landed_files.landed_file,
-        landed_files.landed_file_size,
-        landed_files.landed_at,
-        lines.line_index as landed_line,
-        landed_files.is_sink_file,
-        landed_files.sink_topic,
-        landed_files.sink_partition,
-        landed_files.sink_start_offset,
+        new_files.landed_file,
+        new_files.landed_file_size,
+        new_files.landed_at,
+        read.landed_line,
+        new_files.is_sink_file,
+        new_files.sink_topic,
+        new_files.sink_partition,
+        new_files.sink_start_offset,
         -- Windows line ends
-        rtrim('\r', lines.line) as raw_record,
-        -- split() decodes the text, so an invalid byte arrives as U+FFFD: in a file that is not
-        -- valid UTF-8, a line holding U+FFFD is the line with the bad bytes
+        rtrim('\r', read.line) as raw_record,
         case
-            when not landed_files.is_utf8 and contains(lines.line, '\ufffd')
+            when read.is_bad_utf8
                 then 'line is not valid UTF-8 (the raw record shows each invalid byte as U+FFFD)'
         end as line_error
-    from landed_files
-    lateral view posexplode(split(landed_files.file_text, '\n')) lines as line_index, line
-    where rtrim('\r', lines.line) != ''
+    from (
+        select
+            landed_file,
+            landed_file_size,
+            landed_line,
+            -- a line of a plain file keeps its bytes; an invalid one is shown with U+FFFD
+            make_valid_utf8(line) as line,
+            not is_valid_utf8(line) as is_bad_utf8
+        from plain_lines
+        union all
+        select landed_file, landed_file_size, landed_line, line, is_bad_utf8
+        from gzip_lines
+    ) as read
+    inner join new_files
+        on read.landed_file = new_files.landed_file and read.landed_file_size = new_files.landed_file_size
+    where rtrim('\r', read.line) != ''
 
     union all
 

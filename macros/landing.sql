@@ -154,8 +154,9 @@
 {#
     purpose: DDL of one feed's tables, by relation: the raw table, an external text table with
     one row per readable landed file (a file that cannot be read, like a cut .json.gz, is
-    skipped, not fatal), and the file listing, every landed file's path and size (contents
-    are not read), which tells the unreadable files apart.
+    skipped, not fatal), read for compressed files; a text table with a row per line, read for
+    the others (any size streams through); and the file listing, every landed file's path and
+    size (contents are not read), which tells the unreadable files apart.
 #}
 {% macro _changelake_landing_ddl(node, root) %}
     {%- set meta = _changelake_feed_meta(node) -%}
@@ -169,13 +170,28 @@
         options (wholetext 'true', ignoreCorruptFiles 'true', ignoreMissingFiles 'true', {{ options }})
         location {{ location }}
     {%- endset -%}
+    {%- set lines -%}
+        create table if not exists {{ _changelake_landed_lines(node) }} (value string)
+        using text
+        options (lineSep '\n', ignoreCorruptFiles 'true', ignoreMissingFiles 'true', {{ options }})
+        location {{ location }}
+    {%- endset -%}
     {%- set listing -%}
         create table if not exists {{ _changelake_file_listing(node) }}
         using binaryFile
         options ({{ options }})
         location {{ location }}
     {%- endset -%}
-    {{ return({node.schema ~ '.' ~ node.identifier: raw, _changelake_file_listing(node): listing}) }}
+    {{ return({
+        node.schema ~ '.' ~ node.identifier: raw,
+        _changelake_landed_lines(node): lines,
+        _changelake_file_listing(node): listing,
+    }) }}
+{% endmacro %}
+
+{# purpose: the relation reading a feed's landed files line by line (the uncompressed ones) #}
+{% macro _changelake_landed_lines(node) %}
+    {{ return(node.schema ~ '.' ~ node.identifier ~ '__lines') }}
 {% endmacro %}
 
 {# purpose: the relation listing a feed's landed files (path, size, modification time) #}

@@ -18,7 +18,11 @@ chosen), on data from :mod:`python_udfs.generator`:
    landed after the first build and built incrementally; its seconds over a full refresh's.
 4. **Memory**: peak resident memory of the JVM, the Python UDF workers and this driver, for
    the end-to-end run at ``events / 10`` and at ``events``.
-5. **Age**: ``--age-runs`` consecutive ``dbt build`` runs (tests included, as users run
+5. **Large files**: one landed file of 100 MB and one of 1 GB, in each landing shape (kcat
+   lines of the PostgreSQL feed, a Connect sink file of the SQL Server feed), decoded by their
+   decoded model with the default driver memory: seconds, the JVM's peak heap in use, and
+   whether every line kept its number.
+6. **Age**: ``--age-runs`` consecutive ``dbt build`` runs (tests included, as users run
    them), each over an equal increment of one world: seconds per run, storage on disk against
    a fresh full refresh of the same input (at the second, middle and last run), the time to
    read all of ``cdc_current``, one key's ``cdc_history`` and a typed current model; then a
@@ -32,9 +36,11 @@ Nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -397,7 +403,123 @@ def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str,
 
 
 # --------------------------------------------------------------------------------------------
-# 5. Age: many runs of equal increments
+# 5. Large landed files
+# --------------------------------------------------------------------------------------------
+
+LARGE_FILE_BYTES = (100 * 2**20, 2**30)
+_OFFSET = re.compile(r'"offset":\s*\d+')
+
+
+def write_large_file(lines: list[str], out: Path, size: int, kcat: bool) -> int:
+    """``lines`` written over and over into ``out`` until it holds ``size`` bytes; kcat lines
+    get consecutive offsets (a sink file's offsets are its lines). Returns the records."""
+    written = records = 0
+    with out.open("w") as f:
+        while written < size:
+            for line in lines:
+                if kcat:
+                    line = _OFFSET.sub(f'"offset":{records}', line, count=1)
+                f.write(line + "\n")
+                written += len(line) + 1
+                records += 1
+                if written >= size:
+                    break
+    return records
+
+
+class HeapPeak:
+    """Samples the JVM's heap in use (the driver's, which runs the tasks in local mode)."""
+
+    def __init__(self, spark: Any, interval: float = 0.1) -> None:
+        jvm = getattr(spark, "_jvm", None)  # none on Spark Connect: no figure
+        self.bean = jvm and jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, int(self.bean.getHeapMemoryUsage().getUsed()))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> HeapPeak:
+        if self.bean is not None:
+            self.bean.gc()
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def large_file_bench(
+    spark: Any, work: Path, sizes: tuple[int, ...] = LARGE_FILE_BYTES
+) -> list[dict[str, Any]]:
+    """Decode one landed file of each size in each shape through its decoded model alone."""
+    from python_udfs.project import land_files
+
+    data = work / "large-source"
+    generate(
+        data, events=20_000, keys=500, batches=1, feeds=["pg_inventory", "sqlserver_inventory"]
+    )
+    (batch,) = generator.batch_folders(data)
+    kcat_lines = [
+        line
+        for f in sorted((batch / "pg_inventory").iterdir())
+        for line in f.read_text().splitlines()
+    ]
+    sink_lines = [
+        line
+        for f in sorted((batch / "sqlserver_inventory").glob("server1.dbo.*.json.gz"))
+        for line in gzip.decompress(f.read_bytes()).decode().splitlines()
+    ]
+    shapes = (
+        ("kcat", "pg_inventory", "large-pg.jsonl", kcat_lines),
+        ("sink", "sqlserver_inventory", "server1.dbo.orders+0+0.json", sink_lines),
+    )
+    out = []
+    home = runtime.project_dir()
+    for size in sizes:
+        for shape, feed, name, lines in shapes:
+            source = work / "large-file" / feed
+            shutil.rmtree(work / "large-file", ignore_errors=True)
+            source.mkdir(parents=True)
+            records = write_large_file(lines, source / name, size, kcat=shape == "kcat")
+            landing = work / "landing-large"
+            shutil.rmtree(landing, ignore_errors=True)
+            schema = "bench_large"
+            spark.sql(f"drop schema if exists {schema} cascade")
+            with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+                land_files(feed, [source], str(landing), home)
+                with HeapPeak(spark) as heap:
+                    seconds = timed(lambda feed=feed: _dbt("run", "--select", f"decoded_{feed}"))
+            lines_seen = spark.sql(
+                f"select count(distinct landed_line), min(landed_line), max(landed_line), "
+                f"count(error_reason) from {schema}.decoded_{feed} where landed_line is not null"
+            ).first()
+            out.append(
+                {
+                    "shape": shape,
+                    "bytes": (source / name).stat().st_size,
+                    "records": records,
+                    "seconds": seconds,
+                    "heap_peak": heap.peak,
+                    "exact": tuple(lines_seen[:3]) == (records, 0, records - 1),
+                    "errors": lines_seen[3],
+                }
+            )
+            spark.sql(f"drop schema if exists {schema} cascade")
+            shutil.rmtree(landing, ignore_errors=True)
+    shutil.rmtree(work / "large-file", ignore_errors=True)
+    shutil.rmtree(data, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# 6. Age: many runs of equal increments
 # --------------------------------------------------------------------------------------------
 
 
@@ -616,6 +738,7 @@ def render(results: dict[str, Any]) -> str:
             f"| {p['events']:,} | {_mib(m['jvm'])} | {_mib(m['python_workers'])} | "
             f"{_mib(m['driver'])} |"
         )
+    lines += render_large_files(results.get("large_files") or [])
     lines += render_decoder_goals(results)
     if results.get("age"):
         lines += render_age(results["age"], results["pipeline"][-1])
@@ -627,6 +750,28 @@ def _verdict(value: float, goal: float, at_most: bool = True) -> str:
     if met:
         return "met"
     return f"**missed** by {value / goal if at_most else goal / value:.2f}x"
+
+
+def render_large_files(large: list[dict[str, Any]]) -> list[str]:
+    """One landed file per row, decoded through its decoded model alone."""
+    if not large:
+        return []
+    lines = [
+        "",
+        "**Large landed files**, one file decoded by its feed's decoded model (default driver "
+        "memory):",
+        "",
+        "| shape | file | records | seconds | records/s | peak heap in use | line numbers |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for f in large:
+        exact = "exact" if f["exact"] else "**WRONG**"
+        lines.append(
+            f"| {f['shape']} | {f['bytes'] / 2**20:,.0f} MiB | {f['records']:,} | "
+            f"{f['seconds']:.1f} | {f['records'] / f['seconds']:,.0f} | "
+            f"{_mib(f['heap_peak']) if f['heap_peak'] else 'n/a'} | {exact} |"
+        )
+    return lines
 
 
 def render_decoder_goals(results: dict[str, Any]) -> list[str]:
@@ -669,11 +814,19 @@ def render_decoder_goals(results: dict[str, Any]) -> list[str]:
     for label, target, figure, goal, at_most in rows:
         shown = f"{figure:.2f}" if at_most else f"{figure:,.0f}"
         lines.append(f"| {label} | {target} | {shown} | {_verdict(figure, goal, at_most)} |")
-    lines += [
-        "| a 1 GB landed file (sink and kcat shapes) decodes with the default driver memory, "
-        "peak memory flat in file size | yes | not measured | a landed file is read as one "
-        "value (`wholetext`): a 300 MB file took the JVM to 4.85 GiB, so 1 GB does not fit |",
-    ]
+    large = results.get("large_files") or []
+    for shape in ("kcat", "sink"):
+        runs = sorted((f for f in large if f["shape"] == shape), key=lambda f: f["bytes"])
+        if len(runs) < 2 or not runs[0]["heap_peak"]:
+            continue
+        small, big = runs[0], runs[-1]
+        growth = big["heap_peak"] / small["heap_peak"]
+        verdict = _verdict(growth, 1.5) if big["exact"] else "**missed**: line numbers"
+        lines.append(
+            f"| a {big['bytes'] / 2**30:.1f} GiB {shape} file decodes with the default driver "
+            f"memory, lines exact; peak heap against a {small['bytes'] / 2**20:,.0f} MiB file "
+            f"| <= 1.50 | {growth:.2f} ({big['heap_peak'] / 2**20:,.0f} MiB) | {verdict} |"
+        )
     return lines
 
 
@@ -793,6 +946,7 @@ def run(
     age_runs: int = 50,
     age_increment: int = 2_000,
     tenth: bool = True,
+    large_file_sizes: tuple[int, ...] = LARGE_FILE_BYTES,
 ) -> dict[str, Any]:
     """Every measurement, in order; returns the results ``render`` formats. ``tenth=False``
     leaves out the pipeline at a tenth of the size (the smoke test's shortcut)."""
@@ -841,6 +995,13 @@ def run(
     results["per_format"] = per_format_bench(spark, work / "data-full", rounds)
     rates = [f"{f['feed']} {f['records'] / f['seconds']:,.0f}" for f in results["per_format"]]
     runtime.log("bench: decode per feed, records/s: " + ", ".join(rates))
+    runtime.log("bench: large landed files")
+    results["large_files"] = large_file_bench(spark, work, large_file_sizes)
+    for f in results["large_files"]:
+        runtime.log(
+            f"bench: a {f['bytes'] / 2**20:,.0f} MiB {f['shape']} file: {f['seconds']:.1f} s, "
+            f"heap peak {f['heap_peak'] / 2**20:,.0f} MiB, lines exact: {f['exact']}"
+        )
     if age_runs:
         runtime.log(f"bench: {age_runs} runs of {age_increment} changes each")
         results["age"] = age_bench(spark, work, age_runs, age_increment)

@@ -5,6 +5,7 @@ SQL usage (after ``register``)::
     select changelake_decode('debezium', key, payload, headers) as changes from raw
     select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
     select changelake_folder_exists('/landing/pg_inventory')
+    select changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) from lines
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
@@ -12,6 +13,7 @@ SQL usage (after ``register``)::
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -19,7 +21,12 @@ import pyarrow as pa
 
 from python_udfs.layout import SPARK_SCHEMA
 
-UDF_NAMES = ("changelake_decode", "changelake_versions", "changelake_folder_exists")
+UDF_NAMES = (
+    "changelake_decode",
+    "changelake_versions",
+    "changelake_folder_exists",
+    "changelake_line_in_block",
+)
 
 
 def _pairs(headers: list[str | None] | None) -> list[tuple[str, str | None]] | None:
@@ -88,6 +95,28 @@ def folder_exists(path: str | None) -> bool | None:
     return os.path.isdir(unquote(parsed.path) if parsed.scheme else path)
 
 
+def lines_in_blocks(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa.Array]:
+    """Each line's index within its file block, over the rows of one Spark task in scan order.
+
+    Spark reads a large text file as blocks (splits), each line in exactly one block and each
+    block's lines in file order, one block after another within a task; the rows of a block are
+    contiguous, so the index is a counter that restarts when (file, block start) changes. With
+    the line count of each earlier block this gives the line's exact number in its file,
+    without holding the file in memory (``macros/decoded.sql``). Must see every row of the
+    scan, in order: registered as nondeterministic, so no filter is moved below it.
+    """
+    block: tuple[str | None, int | None] | None = None
+    index = 0
+    for paths, starts in batches:
+        out = []
+        for key in zip(paths.to_pylist(), starts.to_pylist(), strict=True):
+            if key != block:
+                block, index = key, 0
+            out.append(index)
+            index += 1
+        yield pa.array(out, type=pa.int64())
+
+
 def register(spark: Any) -> list[str]:
     """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
     from pyspark.sql.functions import arrow_udf, udf
@@ -111,4 +140,6 @@ def register(spark: Any) -> list[str]:
     spark.udf.register("changelake_versions", versions_udf)
     exists_udf = udf(folder_exists, returnType="boolean", useArrow=True)
     spark.udf.register("changelake_folder_exists", exists_udf)
+    line_udf = arrow_udf(lines_in_blocks, "bigint").asNondeterministic()
+    spark.udf.register("changelake_line_in_block", line_udf)
     return list(UDF_NAMES)

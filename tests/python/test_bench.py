@@ -24,6 +24,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
         age_runs=2,
         age_increment=300,
         tenth=False,
+        large_file_sizes=(64 * 1024, 256 * 1024),
     )
     decode = results["decode"]
     assert decode["records"] > 3_000  # row changes plus markers, heartbeats, tombstones
@@ -31,6 +32,11 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert [p["events"] for p in results["pipeline"]] == [3_000]
     assert all(p["matched"] for p in results["pipeline"])
     assert {f["feed"] for f in results["per_format"]} == set(FEEDS)
+    large = results["large_files"]
+    assert [(f["shape"], f["exact"], f["errors"]) for f in large] == [
+        ("kcat", True, 0),
+        ("sink", True, 0),
+    ] * 2
     table = bench.render(results)
     print(table)
     readme = tmp_path / "README.md"

@@ -398,3 +398,69 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     missing = {feed for feed, row in folders.items() if row.has_landing_folder is False}
     assert missing == set(folders) - {"canal_inventory", "sqlserver_inventory"}
     assert all(folders[feed].files_listed == 0 for feed in missing)
+
+
+def test_line_numbers_and_offsets_stay_exact_when_a_file_is_read_in_blocks(dbt, spark, tmp_path):
+    """An uncompressed file is read line by line in blocks (Spark's splits), so a file of any
+    size streams through; here blocks of 2 KB cut files of 30-180 KB into many, mid-line. A
+    Connect sink file (Windows line ends, blank lines) and a kcat file: every line keeps its
+    exact number in its file, so a sink record's offset is its start offset plus its line;
+    every record decodes as that line of the file does on its own."""
+    from python_udfs import decode
+    from python_udfs.generator import batch_folders, generate
+
+    feeds = ["sqlserver_inventory", "canal_inventory"]
+    generate(tmp_path / "generated", events=600, keys=10, batches=1, seed=3, feeds=feeds)
+    (batch,) = batch_folders(tmp_path / "generated")
+    sink = max(
+        (f for f in (batch / feeds[0]).iterdir() if SINK_NAME.match(f.name)),
+        key=lambda f: len(gzip.decompress(f.read_bytes())),
+    )
+    topic, _, start = SINK_NAME.match(sink.name).groups()
+    sink_lines = gzip.decompress(sink.read_bytes()).decode().splitlines()
+    sink_lines[3:3] = ["", ""]  # blank lines count as lines: they move the offsets after them
+    plain = tmp_path / f"{topic}+0+{start}.json"
+    plain.write_bytes("".join(line + "\r\n" for line in sink_lines).encode())
+    kcat = max((batch / feeds[1]).iterdir(), key=lambda f: f.stat().st_size)
+    for file in (plain, kcat):
+        assert file.stat().st_size > 10 * 2048
+    dbt.land(feeds[0], plain)
+    dbt.land(feeds[1], kcat)
+
+    previous = {k: spark.conf.get(k) for k in ("spark.sql.files.maxPartitionBytes",)}
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+    try:
+        dbt("run", "--select", "decoded_sqlserver_inventory", "decoded_canal_inventory")
+    finally:
+        for k, v in previous.items():
+            spark.conf.set(k, v)
+
+    s = dbt.schema
+    cases = (
+        ("sqlserver_inventory", sink_lines, lambda line: (None, line, None)),
+        ("canal_inventory", kcat.read_text().splitlines(), _kcat_fields),
+    )
+    for feed, lines, fields in cases:
+        rows = spark.sql(
+            f"select landed_line, kafka_offset, row_index, key_json, position, after_json, "
+            f"error_reason from {s}.decoded_{feed} where landed_line is not null"
+        ).collect()
+        expected = {
+            number: decode("debezium" if feed == feeds[0] else "canal", *fields(line.rstrip("\r")))
+            for number, line in enumerate(lines)
+            if line.strip()
+        }
+        assert {r.landed_line for r in rows} == set(expected), feed
+        for r in rows:
+            want = expected[r.landed_line][r.row_index]
+            got = (r.key_json, r.position, r.after_json, r.error_reason)
+            assert got == (want["key_json"], want["position"], want["after_json"], None)
+            if feed == feeds[0]:
+                assert r.kafka_offset == int(start) + r.landed_line
+
+
+def _kcat_fields(line: str) -> tuple:
+    record = json.loads(line)
+    headers = record.get("headers") or []
+    pairs = [(headers[i], headers[i + 1]) for i in range(0, len(headers) - 1, 2)]
+    return record.get("key"), record.get("payload"), pairs or None
