@@ -467,19 +467,14 @@ class HeapPeak:
 
 
 def large_file_bench(
-    spark: Any, work: Path, sizes: tuple[int, ...] = LARGE_FILE_BYTES, events: int = 20_000
+    spark: Any, work: Path, sizes: tuple[int, ...] = LARGE_FILE_BYTES
 ) -> list[dict[str, Any]]:
-    """Decode one landed file of each size in each shape through its decoded model alone; the
-    files repeat the records of a generated world of ``events`` changes."""
+    """Decode one landed file of each size in each shape through its decoded model alone."""
     from python_udfs.project import land_files
 
     data = work / "large-source"
     generate(
-        data,
-        events=events,
-        keys=max(10, events // 40),
-        batches=1,
-        feeds=["pg_inventory", "sqlserver_inventory"],
+        data, events=20_000, keys=500, batches=1, feeds=["pg_inventory", "sqlserver_inventory"]
     )
     (batch,) = generator.batch_folders(data)
     kcat_lines = [
@@ -1015,9 +1010,7 @@ def run(
     rates = [f"{f['feed']} {f['records'] / f['seconds']:,.0f}" for f in results["per_format"]]
     runtime.log("bench: decode per feed, records/s: " + ", ".join(rates))
     runtime.log("bench: large landed files")
-    results["large_files"] = large_file_bench(
-        spark, work, large_file_sizes, min(20_000, max(1_000, events))
-    )
+    results["large_files"] = large_file_bench(spark, work, large_file_sizes)
     for f in results["large_files"]:
         runtime.log(
             f"bench: a {f['bytes'] / 2**20:,.0f} MiB {f['shape']} file: {f['seconds']:.1f} s, "
