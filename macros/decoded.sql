@@ -15,8 +15,6 @@
     that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
-    {#- the raw table's file listing is cached per session: see files landed since -#}
-    {{ config(pre_hook=["refresh table {{ source('landing', '" ~ feed ~ "') }}"]) }}
     {%- if not execute -%}
         {#- parse time: the graph is not built yet; only declare the dependency -#}
         {{ return('select * from ' ~ source('landing', feed)) }}
@@ -35,7 +33,7 @@
 {#
     purpose: the landed files of the feed of `node` that no committed batch of this model has
     tried, as [path, size, modification time in epoch microseconds]; listed before the raw
-    tables are refreshed (the whole-file table by a pre-hook), so their reads see every one
+    tables are refreshed, so their reads see every one
 #}
 {% macro _changelake_new_files(node) %}
     {%- set listing = _changelake_file_listing(node) -%}
@@ -66,7 +64,9 @@
     {%- endset -%}
     {%- set files = run_query(query).rows | map('list') | list -%}
     {%- if files -%}
-        {#- listed after the files, so its read sees every one of them -#}
+        {#- a raw table's file listing is cached per session: refreshed after the files were
+            listed, so their reads see every one of them -#}
+        {%- do run_query('refresh table ' ~ node.schema ~ '.' ~ node.identifier) -%}
         {%- do run_query('refresh table ' ~ _changelake_landed_lines(node)) -%}
     {%- endif -%}
     {{ return(files) }}

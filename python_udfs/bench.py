@@ -67,17 +67,41 @@ README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 # --------------------------------------------------------------------------------------------
 
 
-class MemoryPeaks:
+class _Sampler:
+    """Calls ``_sample`` every ``interval`` seconds on a thread while the block runs."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Any:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+class MemoryPeaks(_Sampler):
     """Samples resident memory (psutil) of the JVM, the Python workers and this process."""
 
     def __init__(self, interval: float = 0.2) -> None:
         import psutil
 
+        super().__init__(interval)
         self.me = psutil.Process()
-        self.interval = interval
         self.peaks = {"jvm": 0, "python_workers": 0, "driver": 0}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
         import psutil
@@ -96,20 +120,6 @@ class MemoryPeaks:
         for name, value in (("jvm", jvm), ("python_workers", workers)):
             self.peaks[name] = max(self.peaks[name], value)
         self.peaks["driver"] = max(self.peaks["driver"], self.me.memory_info().rss)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._sample()
-            self._stop.wait(self.interval)
-
-    def __enter__(self) -> MemoryPeaks:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
 
 
 def timed(action: Callable[[], Any]) -> float:
@@ -427,14 +437,15 @@ def write_large_file(lines: list[str], out: Path, size: int, kcat: bool) -> int:
     return records
 
 
-class HeapPeak:
+class HeapPeak(_Sampler):
     """Samples the JVM's heap (the driver's, which runs the tasks in local mode): ``peak``, the
     most in use (garbage included, so it grows with a job's length), and ``peak_after_gc``, the
     most left after a collection (the heap pools' usage after their last GC, summed): what a
-    job holds, which decides whether it fits."""
+    job holds, which decides whether it fits. No figure (0) on Spark Connect."""
 
     def __init__(self, spark: Any, interval: float = 0.1) -> None:
-        jvm = getattr(spark, "_jvm", None)  # none on Spark Connect: no figure
+        super().__init__(interval)
+        jvm = getattr(spark, "_jvm", None)
         factory = jvm and jvm.java.lang.management.ManagementFactory
         self.bean = factory and factory.getMemoryMXBean()
         self.pools = factory and [
@@ -442,28 +453,19 @@ class HeapPeak:
             for pool in factory.getMemoryPoolMXBeans()
             if str(pool.getType().name()) == "HEAP" and pool.getCollectionUsage() is not None
         ]
-        self.interval = interval
         self.peak = self.peak_after_gc = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, int(self.bean.getHeapMemoryUsage().getUsed()))
-            after_gc = sum(int(pool.getCollectionUsage().getUsed()) for pool in self.pools)
-            self.peak_after_gc = max(self.peak_after_gc, after_gc)
-            self._stop.wait(self.interval)
+    def _sample(self) -> None:
+        if self.bean is None:
+            return
+        self.peak = max(self.peak, int(self.bean.getHeapMemoryUsage().getUsed()))
+        after_gc = sum(int(pool.getCollectionUsage().getUsed()) for pool in self.pools)
+        self.peak_after_gc = max(self.peak_after_gc, after_gc)
 
-    def __enter__(self) -> HeapPeak:
+    def __enter__(self) -> Any:
         if self.bean is not None:
             self.bean.gc()
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        return super().__enter__()
 
 
 def large_file_bench(
