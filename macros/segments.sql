@@ -225,8 +225,11 @@
             {%- do run_query('drop table ' ~ building) -%}
         {%- endif -%}
         {%- if model in tables and not _changelake_has_segments(relation) -%}
-            {%- do run_query('create table ' ~ building ~ ' using parquet partitioned by (segment) as select *, '
-                ~ "'earlier' as segment from " ~ relation ~ ' where false') -%}
+            {#- created empty, never as a select: no file is written before the table exists -#}
+            {%- set columns = _changelake_query_columns(
+                model ~ '__segmented', 'select *, ' ~ "'earlier' as segment from " ~ relation) -%}
+            {%- do run_query('create table ' ~ building ~ ' (' ~ columns | join(', ')
+                ~ ') using parquet partitioned by (segment)') -%}
             {#- committed rows: consumed batches into segment 'earlier', a pending one into its own -#}
             {%- set copy -%}
                 insert into {{ building }}

@@ -408,10 +408,13 @@ _WRITE_LEFTOVERS = ("part-", "_", ".")
 def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]:
     """Remove folders a killed first write left in ``schema``'s location without a table.
 
-    A table's first build is a CREATE TABLE AS SELECT; killed mid-write it leaves its folder
-    but no table, and every later run fails with LOCATION_ALREADY_EXISTS. Call this only while
-    holding the metastore lock (no other process can be writing); it removes a folder only if
-    no table owns it and it holds nothing but what a Spark write leaves.
+    A CREATE TABLE AS SELECT writes its rows before the metastore holds the table; killed
+    mid-write it leaves its folder but no table, and every later run fails with
+    LOCATION_ALREADY_EXISTS. The incremental models' first builds no longer write that way
+    (macros/first_build.sql), and nothing else here does; this clears what earlier versions (or
+    a model of the user's own) left. Call it only while holding the metastore lock (no other
+    process can be writing); it removes a folder only if no table owns it and it holds files,
+    all of them what a Spark write leaves (an empty folder blocks nothing).
     """
     if not session.catalog.databaseExists(schema):
         return []
@@ -439,7 +442,7 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
         name = status.getPath().getName()
         if not status.isDirectory() or name.lower() in tables or name.startswith(("_", ".")):
             continue
-        if only_leftovers(status.getPath()):
+        if fs.listStatus(status.getPath()) and only_leftovers(status.getPath()):
             fs.delete(status.getPath(), True)
             removed.append(str(status.getPath()))
     return removed

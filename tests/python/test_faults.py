@@ -470,3 +470,32 @@ def _kcat_fields(line: str) -> tuple:
     headers = record.get("headers") or []
     pairs = [(headers[i], headers[i + 1]) for i in range(0, len(headers) - 1, 2)]
     return record.get("key"), record.get("payload"), pairs or None
+
+
+def _executed_plans(spark) -> list[str]:
+    """The physical plans of the SQL executions Spark's status store still holds (the last
+    `spark.sql.ui.retainedExecutions`), oldest first."""
+    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
+    return [executions.apply(i).physicalPlanDescription() for i in range(executions.size())]
+
+
+def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark):
+    """A CREATE TABLE AS SELECT writes its files before the metastore holds the table: killed
+    in between (milliseconds, too short a window for the SIGKILL test to hit reliably) it
+    leaves a folder without a table, over which Spark creates nothing (LOCATION_ALREADY_EXISTS)
+    and which only the embedded target's start-up removes. An incremental model's first build
+    creates its table with a plain CREATE TABLE, which writes no file, then inserts: Spark's
+    record of the commands it ran shows which way the table was made."""
+    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
+    for file in (demo / "pg_inventory").iterdir():
+        dbt.land("pg_inventory", file)
+    dbt("run", "--select", "decoded_pg_inventory")
+    table = f"`{dbt.schema}`.`decoded_pg_inventory`"
+    made = [plan for plan in _executed_plans(spark) if "CreateDataSourceTable" in plan]
+    made = [plan for plan in made if table in plan]
+    assert len(made) == 1, made  # found, not yet dropped from the status store
+    assert "CreateDataSourceTableAsSelectCommand" not in made[0], made[0]
+    assert "CreateDataSourceTableCommand" in made[0], made[0]
+    # created empty, then filled by the insert: every line of the demo file (8 records)
+    lines = f"select count(distinct landed_line) from {dbt.schema}.decoded_pg_inventory"
+    assert spark.sql(lines).first()[0] == 8

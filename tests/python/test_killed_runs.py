@@ -56,14 +56,15 @@ def _build(
 ) -> int | None:
     """Run a build (with dbt ``args``); with ``kill_when`` (a path, or a test), SIGKILL it as
     soon as that path exists or the test is true."""
-    proc = subprocess.Popen(
-        [str(CHANGELAKE), "dbt", "run", *args],
-        env=_env(state),
-        cwd=state.parent,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    with (state.parent / "runtime.log").open("a") as runtime_log:
+        proc = subprocess.Popen(
+            [str(CHANGELAKE), "dbt", "run", *args],
+            env=_env(state),
+            cwd=state.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=runtime_log,  # the runtime's own lines (`changelake: ...`), and dbt's errors
+            start_new_session=True,
+        )
     if kill_when is None:
         return proc.wait(timeout=900)
     ready = kill_when.exists if isinstance(kill_when, Path) else kill_when
@@ -145,7 +146,8 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     each is run again. Two more landings follow, the second built with a compaction due that
     merges the first base into its new one, killed while that base is written and run again.
     The results equal one uninterrupted build of every landing (what uninterrupted builds in
-    turn give: incremental equals full refresh)."""
+    turn give: incremental equals full refresh), and no rerun had a killed write's folder to
+    remove at start-up (the embedded target's step, which the other targets lack)."""
     first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
     clean = tmp_path / "clean" / "state"
     killed = tmp_path / "killed" / "state"
@@ -224,6 +226,12 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
 
     _build(killed, second_base_written, *every_second)
     assert _build(killed, None, *every_second) == 0
+
+    # no kill left a folder that only the embedded target's start removes (the cluster and
+    # Connect targets have no such step): first builds create their tables before writing
+    runtime_log = (killed.parent / "runtime.log").read_text()
+    assert "changelake: Spark" in runtime_log
+    assert "removed the remains of a killed write" not in runtime_log
 
     expected = _results(clean)
     assert expected["changes"]
