@@ -474,9 +474,10 @@ def _kcat_fields(line: str) -> tuple:
 
 def _executed_plans(spark) -> list[str]:
     """The physical plans of the SQL executions Spark's status store still holds (the last
-    `spark.sql.ui.retainedExecutions`), oldest first."""
+    `spark.sql.ui.retainedExecutions`), oldest first; an execution not yet planned has none."""
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    return [executions.apply(i).physicalPlanDescription() for i in range(executions.size())]
+    plans = (executions.apply(i).physicalPlanDescription() for i in range(executions.size()))
+    return [plan for plan in plans if plan]
 
 
 def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark):
