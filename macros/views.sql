@@ -1,30 +1,52 @@
 {#
-    The view materialization on Spark, with one change: a view whose stored text is already the
-    model's SQL is left as it is. The views here (staging, intermediate, marts, typed) read
-    committed batches through the ledgers, so their SQL stays the same from run to run; dbt-spark
-    would drop and create each of them on every run (`create or replace view`: two metastore
-    calls and an analysis of the query), which is most of what a run with little new costs in
-    its view nodes, and a moment in which the view does not exist. A view whose SQL changed (a
-    new typed column, an edited model), or any view in a full refresh, is replaced as before.
+    The view materialization on Spark, with two changes:
+
+    1. A view whose stored text is already the model's SQL is left as it is. The views here
+       (staging, intermediate, marts, typed) read committed batches through the ledgers, so
+       their SQL stays the same from run to run; dbt-spark would drop and create each of them
+       on every run, which is most of what a run with little new costs in its view nodes.
+    2. A view that exists and must change (its SQL was edited, a typed column was added, a full
+       refresh) is changed in place with `alter view ... as`: one metastore call that swaps
+       its text and columns. dbt-spark's `create or replace view` is a drop and then a create
+       in Spark (two metastore calls): between them the view does not exist, so a reader in
+       that moment fails, and a build killed there leaves the view missing until the next run.
+       Where the view's own DDL carries more than its query (persisted descriptions, an
+       enforced contract), `alter view` cannot say it and the view is replaced as dbt-spark
+       replaces it. A view built for the first time is created as before.
 
     The stored text comes from the relation cache dbt fills at the start of a run (`show table
     extended`, whose information lists `View Text`), so the check costs no query.
 #}
 {% materialization view, adapter='spark' -%}
     {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
-    {%- if existing is not none and existing.is_view and not should_full_refresh()
-        and _changelake_view_text_is(existing, sql) -%}
-        {%- set target_relation = api.Relation.create(
-            identifier=model['alias'], schema=schema, database=database, type='view') -%}
-        {{ run_hooks(pre_hooks) }}
+    {%- set target_relation = api.Relation.create(
+        identifier=model['alias'], schema=schema, database=database, type='view') -%}
+    {%- if existing is none or not existing.is_view or not _changelake_view_alterable() -%}
+        {{ return(create_or_replace_view()) }}
+    {%- endif -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- if not should_full_refresh() and _changelake_view_text_is(existing, sql) -%}
         {%- call noop_statement('main', 'view unchanged') -%}
             /* the view's stored text is this model's SQL */
         {%- endcall %}
-        {{ run_hooks(post_hooks) }}
-        {{ return({'relations': [target_relation]}) }}
-    {%- endif -%}
-    {{ return(create_or_replace_view()) }}
+    {%- else -%}
+        {%- call statement('main') -%}
+            alter view {{ target_relation }} as
+            {{ sql }}
+        {%- endcall %}
+        {%- do apply_grants(target_relation, config.get('grants'),
+            should_revoke=should_revoke(true, full_refresh_mode=true)) -%}
+    {%- endif %}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
 {%- endmaterialization %}
+
+{# purpose: whether `alter view ... as` says all of this view's DDL (its query alone) #}
+{% macro _changelake_view_alterable() %}
+    {%- set contract = config.get('contract') -%}
+    {{ return(not (config.persist_relation_docs() or config.persist_column_docs()
+        or (contract and contract.enforced))) }}
+{% endmacro %}
 
 {# purpose: whether the view `relation` (from the relation cache) stores exactly `sql` as its text #}
 {% macro _changelake_view_text_is(relation, sql) %}

@@ -472,12 +472,18 @@ def _kcat_fields(line: str) -> tuple:
     return record.get("key"), record.get("payload"), pairs or None
 
 
-def _executed_plans(spark) -> list[str]:
-    """The physical plans of the SQL executions Spark's status store still holds (the last
+def _executions(spark) -> list[tuple[int, str]]:
+    """(id, physical plan) of the SQL executions Spark's status store still holds (the last
     `spark.sql.ui.retainedExecutions`), oldest first; an execution not yet planned has none."""
     executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    plans = (executions.apply(i).physicalPlanDescription() for i in range(executions.size()))
-    return [plan for plan in plans if plan]
+    found = (executions.apply(i) for i in range(executions.size()))
+    found = ((e.executionId(), e.physicalPlanDescription()) for e in found)
+    return [(execution, plan) for execution, plan in found if plan]
+
+
+def _executed_plans(spark, after: int = -1) -> list[str]:
+    """The plans of the executions after execution id ``after``, oldest first."""
+    return [plan for execution, plan in _executions(spark) if execution > after]
 
 
 def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark):
@@ -500,3 +506,35 @@ def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark):
     # created empty, then filled by the insert: every line of the demo file (8 records)
     lines = f"select count(distinct landed_line) from {dbt.schema}.decoded_pg_inventory"
     assert spark.sql(lines).first()[0] == 8
+
+
+def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark):
+    """Spark runs `create or replace view` (dbt-spark's view) as a drop and then a create:
+    between them the view is missing, for a reader in that moment and after a build killed
+    there. A view that exists is changed by one `alter view ... as` (one metastore call; a full
+    refresh of the view stands for an edit of its SQL), and one whose stored text is its SQL is
+    left alone. Spark's record of the commands it ran shows which way each was made."""
+    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
+    for file in (demo / "pg_inventory").iterdir():
+        dbt.land("pg_inventory", file)
+    view = f"`{dbt.schema}`.`stg_landing__pg_inventory`"
+    view_commands = ("CreateViewCommand", "AlterViewAsCommand", "DropTableCommand")
+
+    def commands(after: int) -> list[str]:
+        plans = [plan for plan in _executed_plans(spark, after) if view in plan]
+        return [name for plan in plans for name in view_commands if name in plan]
+
+    start = _executions(spark)[-1][0]
+    dbt("run", "--select", "decoded_pg_inventory", "stg_landing__pg_inventory")
+    assert commands(start) == ["CreateViewCommand"]  # built the first time: created
+    rows = spark.sql(f"select count(*) from {view}").first()[0]
+    assert rows > 0
+
+    start = _executions(spark)[-1][0]
+    dbt("run", "--select", "stg_landing__pg_inventory", "--full-refresh")
+    assert commands(start) == ["AlterViewAsCommand"]  # changed in place, never dropped
+    assert spark.sql(f"select count(*) from {view}").first()[0] == rows
+
+    start = _executions(spark)[-1][0]
+    dbt("run", "--select", "stg_landing__pg_inventory")
+    assert commands(start) == []  # its stored text is its SQL (the altered text included)
