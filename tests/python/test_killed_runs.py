@@ -142,9 +142,11 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made
     due at once), then while compaction writes the history's base layer (the store's second
-    layer makes it due), then while the run's start merges table segments (made due at once);
-    each is run again. Two more landings follow, the second built with a compaction due that
-    merges the first base into its new one, killed while that base is written and run again.
+    layer makes it due), then while the run's start merges table segments (made due at once),
+    then, its base committed, while the compaction drops the partitions no reader sees any more.
+    Two more landings follow, the second built with a compaction due that merges the first base
+    into its new one, killed while that base is written and run again; its compaction drops
+    what the kill while dropping left.
     The results equal one uninterrupted build of every landing (what uninterrupted builds in
     turn give: incremental equals full refresh), and no rerun had a killed write's folder to
     remove at start-up (the embedded target's step, which the other targets lack)."""
@@ -200,11 +202,17 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     # killed while the run's start merges the segments of the decoded tables and the change
     # log (due after one consumed batch here)
     _build(killed, merge_written, "--vars", "{changelake_segments_max_tail: 1}")
-    assert _build(killed) == 0
-    # the killed run's uncommitted base layer was dropped by the rerun's compaction
-    bases = {path.name for path in store.glob("batch_id=*-base")}
-    assert len(bases) == 1, bases
-    (first_base,) = bases
+
+    # the rerun's compaction commits its base, then drops the partitions no reader sees any
+    # more (every one there now: the first layer, the killed run's base layer): killed while
+    # it drops them, after the first is gone
+    partitions = sorted(store.glob("batch_id=*/part=*"))
+    bases_before = set(store.glob("batch_id=*-base"))
+    assert partitions
+    _build(killed, lambda: not all(path.exists() for path in partitions))
+    left = [path for path in partitions if path.exists()]
+    assert left, "every partition was dropped before the kill: it did not land mid-drop"
+    (first_base,) = {path.name for path in set(store.glob("batch_id=*-base")) - bases_before}
 
     # two more layers; the second's compaction (due at two layers) merges the first base, whose
     # versions are fewer than the two layers', into the new one: killed while it is written
@@ -237,7 +245,9 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     assert expected["changes"]
     assert expected["history"]
     assert _results(killed) == expected
-    # one base: the merged first base's partitions and the killed run's layer are dropped
+    # one base: the merged first base's partitions, the killed runs' base layers and what the
+    # kill while dropping left are dropped (by the next compaction: no reader saw them)
+    assert not [path for path in left if path.exists()]
     bases = {path.name for path in store.glob("batch_id=*-base")}
     assert len(bases) == 1, bases
     assert first_base not in bases, bases
