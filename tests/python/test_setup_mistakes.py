@@ -49,6 +49,10 @@ def unknown_setting(doc: dict) -> None:
     feed(doc, "canal_inventory")["folder"] = "canal"
 
 
+def tracked_column_without_a_type(doc: dict) -> None:
+    doc["typed_tables"]["pg_customers"]["tracked"].append("nickname")
+
+
 def typed_table_of_no_feed(doc: dict) -> None:
     doc["typed_tables"]["pg_customers"]["feed"] = "pg_inventroy"
 
@@ -96,6 +100,12 @@ def copy_project(tmp_path: Path, edit) -> Path:
             bad_key_entry,
             "stg_landing__tencent_inventory",
             "key_columns: 'customers' is not database.table or database.schema.table",
+        ),
+        (
+            tracked_column_without_a_type,
+            "typed_pg_customers_history",
+            "typed history of inventory.public.customers: column 'nickname' is a key or "
+            "tracked column but has no type in `columns`",
         ),
         (
             no_feeds,
