@@ -472,69 +472,85 @@ def _kcat_fields(line: str) -> tuple:
     return record.get("key"), record.get("payload"), pairs or None
 
 
-def _executions(spark) -> list[tuple[int, str]]:
-    """(id, physical plan) of the SQL executions Spark's status store still holds (the last
-    `spark.sql.ui.retainedExecutions`), oldest first; an execution not yet planned has none."""
-    executions = spark._jsparkSession.sharedState().statusStore().executionsList()
-    found = (executions.apply(i) for i in range(executions.size()))
-    found = ((e.executionId(), e.physicalPlanDescription()) for e in found)
-    return [(execution, plan) for execution, plan in found if plan]
+@pytest.fixture
+def statements(spark, monkeypatch) -> list[str]:
+    """Every SQL statement run on the session while the test runs: dbt-spark's session cursor
+    runs each through ``SparkSession.sql``. (Spark's own record of executions keeps only the
+    last ``spark.sql.ui.retainedExecutions``, 50 here: a whole build's outlive it.)"""
+    from pyspark.sql import SparkSession
+
+    seen: list[str] = []
+    run = SparkSession.sql
+
+    def recorded(self, query, *args, **kwargs):
+        seen.append(query)
+        return run(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", recorded)
+    return seen
 
 
-def _executed_plans(spark, after: int = -1) -> list[str]:
-    """The plans of the executions after execution id ``after``, oldest first."""
-    return [plan for execution, plan in _executions(spark) if execution > after]
+# the head of a statement that creates, alters or drops a table or a view, up to its name
+# (after dbt's query comment, `/* {"app": "dbt", ...} */`)
+DDL = re.compile(
+    r"\s*(/[*].*?[*]/\s*)*(create|alter|drop|replace)\b[^(]*?\b(table|view)\s+"
+    r"(if\s+(not\s+)?exists\s+)?",
+    re.DOTALL,
+)
 
 
-def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark):
+def _ddl_of(spark, statements: list[str], relation: str) -> list[str]:
+    """The commands, as Spark's parser reads them (CreateTable, CreateTableAsSelect,
+    CreateView, AlterViewAs, ...), of the statements that create, alter or drop ``relation``
+    (``schema.name``), in the order they ran."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    out = []
+    for statement in statements:
+        head = DDL.match(statement.lower())
+        target = statement[head.end() :].replace("`", "").split()[0] if head else ""
+        if target.lower() == relation.lower():
+            out.append(parser.parsePlan(statement).getClass().getSimpleName())
+    return out
+
+
+def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statements):
     """A CREATE TABLE AS SELECT writes its files before the metastore holds the table: killed
     in between (milliseconds, too short a window for the SIGKILL test to hit reliably) it
     leaves a folder without a table, over which Spark creates nothing (LOCATION_ALREADY_EXISTS)
     and which only the embedded target's start-up removes. An incremental model's first build
-    creates its table with a plain CREATE TABLE, which writes no file, then inserts: Spark's
-    record of the commands it ran shows which way the table was made."""
+    creates its table with a plain CREATE TABLE, which writes no file, then inserts: the
+    statements the build ran show which way the table was made."""
     demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
     for file in (demo / "pg_inventory").iterdir():
         dbt.land("pg_inventory", file)
     dbt("run", "--select", "decoded_pg_inventory")
-    table = f"`{dbt.schema}`.`decoded_pg_inventory`"
-    made = [plan for plan in _executed_plans(spark) if "CreateDataSourceTable" in plan]
-    made = [plan for plan in made if table in plan]
-    assert len(made) == 1, made  # found, not yet dropped from the status store
-    assert "CreateDataSourceTableAsSelectCommand" not in made[0], made[0]
-    assert "CreateDataSourceTableCommand" in made[0], made[0]
+    assert _ddl_of(spark, statements, f"{dbt.schema}.decoded_pg_inventory") == ["CreateTable"]
     # created empty, then filled by the insert: every line of the demo file (8 records)
     lines = f"select count(distinct landed_line) from {dbt.schema}.decoded_pg_inventory"
     assert spark.sql(lines).first()[0] == 8
 
 
-def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark):
+def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark, statements):
     """Spark runs `create or replace view` (dbt-spark's view) as a drop and then a create:
     between them the view is missing, for a reader in that moment and after a build killed
     there. A view that exists is changed by one `alter view ... as` (one metastore call; a full
     refresh of the view stands for an edit of its SQL), and one whose stored text is its SQL is
-    left alone. Spark's record of the commands it ran shows which way each was made."""
+    left alone. The statements each build ran show which way each was made."""
     demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
     for file in (demo / "pg_inventory").iterdir():
         dbt.land("pg_inventory", file)
-    view = f"`{dbt.schema}`.`stg_landing__pg_inventory`"
-    view_commands = ("CreateViewCommand", "AlterViewAsCommand", "DropTableCommand")
+    view = f"{dbt.schema}.stg_landing__pg_inventory"
 
-    def commands(after: int) -> list[str]:
-        plans = [plan for plan in _executed_plans(spark, after) if view in plan]
-        return [name for plan in plans for name in view_commands if name in plan]
-
-    start = _executions(spark)[-1][0]
     dbt("run", "--select", "decoded_pg_inventory", "stg_landing__pg_inventory")
-    assert commands(start) == ["CreateViewCommand"]  # built the first time: created
+    assert _ddl_of(spark, statements, view) == ["CreateView"]  # built the first time: created
     rows = spark.sql(f"select count(*) from {view}").first()[0]
     assert rows > 0
 
-    start = _executions(spark)[-1][0]
+    statements.clear()
     dbt("run", "--select", "stg_landing__pg_inventory", "--full-refresh")
-    assert commands(start) == ["AlterViewAsCommand"]  # changed in place, never dropped
+    assert _ddl_of(spark, statements, view) == ["AlterViewAs"]  # changed in place, not dropped
     assert spark.sql(f"select count(*) from {view}").first()[0] == rows
 
-    start = _executions(spark)[-1][0]
+    statements.clear()
     dbt("run", "--select", "stg_landing__pg_inventory")
-    assert commands(start) == []  # its stored text is its SQL (the altered text included)
+    assert _ddl_of(spark, statements, view) == []  # its stored text is its SQL (the altered one)
