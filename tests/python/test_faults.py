@@ -513,6 +513,13 @@ def _ddl_of(spark, statements: list[str], relation: str) -> list[str]:
     return out
 
 
+def _land_demo_pg(dbt) -> None:
+    """Land the demo's PostgreSQL feed (one kcat file of 8 records)."""
+    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
+    for file in (demo / "pg_inventory").iterdir():
+        dbt.land("pg_inventory", file)
+
+
 def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statements):
     """A CREATE TABLE AS SELECT writes its files before the metastore holds the table: killed
     in between (milliseconds, too short a window for the SIGKILL test to hit reliably) it
@@ -520,9 +527,7 @@ def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statem
     and which only the embedded target's start-up removes. An incremental model's first build
     creates its table with a plain CREATE TABLE, which writes no file, then inserts: the
     statements the build ran show which way the table was made."""
-    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
-    for file in (demo / "pg_inventory").iterdir():
-        dbt.land("pg_inventory", file)
+    _land_demo_pg(dbt)
     dbt("run", "--select", "decoded_pg_inventory")
     assert _ddl_of(spark, statements, f"{dbt.schema}.decoded_pg_inventory") == ["CreateTable"]
     # created empty, then filled by the insert: every line of the demo file (8 records)
@@ -536,9 +541,7 @@ def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark, state
     there. A view that exists is changed by one `alter view ... as` (one metastore call; a full
     refresh of the view stands for an edit of its SQL), and one whose stored text is its SQL is
     left alone. The statements each build ran show which way each was made."""
-    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
-    for file in (demo / "pg_inventory").iterdir():
-        dbt.land("pg_inventory", file)
+    _land_demo_pg(dbt)
     view = f"{dbt.schema}.stg_landing__pg_inventory"
 
     dbt("run", "--select", "decoded_pg_inventory", "stg_landing__pg_inventory")
