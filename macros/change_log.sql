@@ -113,7 +113,18 @@
 with
 
 records as (
+    {%- if incremental %}
+    {#- each feed's staging of its pending batches, read by literals: the staging views (whose
+        live segments are a query of each feed's ledger) are for readers of every record #}
+    {%- for model in _changelake_incremental_models('decoded_') %}
+    select * from ({{ changelake_staging(model.removeprefix('decoded_'), pending) }}) as {{ model }}
+    {%- if not loop.last %}
+    union all
+    {%- endif %}
+    {%- endfor %}
+    {%- else %}
     select * from {{ records }}
+    {%- endif %}
 ),
 
 new_records as (
@@ -124,7 +135,11 @@ new_records as (
     where error_reason is null
         and kind in ('row', 'truncate')
         {%- if incremental %}
-        and {{ changelake_pending_rows(pending) }}
+        -- computed once: the query names these rows six times over (pairs, single changes,
+        -- the repeat check), and Spark copies a deterministic CTE into each place that names
+        -- it (the nine feeds read and staged six times), while a non-deterministic one, this
+        -- always-true filter makes it one, is computed once and its exchange reused
+        and rand() < 2
         {%- endif %}
 ),
 

@@ -290,9 +290,15 @@ changes as (
 ),
 
 new_changes as (
-    select * from changes
     {%- if incremental %}
-    where {{ changelake_pending_rows(pending) }}
+    -- the pending batches, found by literals (committed, since pending); computed once: the
+    -- query names these rows three times, and Spark copies a deterministic CTE into each
+    -- place, while this always-true non-deterministic filter has it computed once and reused
+    select * from {{ ref(changes_model) }} as logged
+    where {{ changelake_pending_rows(pending, 'logged') }}
+        and rand() < 2
+    {%- else %}
+    select * from changes
     {%- endif %}
 ),
 

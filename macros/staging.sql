@@ -2,10 +2,15 @@
     purpose: the body of a feed's staging view: every committed decoded record, renamed and
     typed, with the change id, and keys from configuration where the envelope carries none.
     Records that failed to land or decode stay, with their reason and raw text, for the
-    quarantine and the accounting.
+    quarantine and the accounting. With `batches` (committed batch ids, each still in its own
+    segment), the records of those batches alone, found by literals (the change log's read of
+    its pending batches: no query of the ledger)
 #}
-{% macro changelake_staging(feed) %}
-    {%- set decoded = ref('decoded_' ~ feed) -%}
+{% macro changelake_staging(feed, batches=none) %}
+    {#- the change log names the decoded table without ref(): its reads of pending batches are
+        decided at run time, after dbt has taken each model's refs from its parse -#}
+    {%- set decoded = ref('decoded_' ~ feed) if batches is none
+        else _changelake_model_relation('decoded_' ~ feed) -%}
     {%- if not execute -%}
         {{ return('select * from ' ~ decoded) }}
     {%- endif -%}
@@ -15,7 +20,8 @@ with
 decoded_records as (
     select * from {{ decoded }} as decoded
     where
-        {{ changelake_committed('decoded', decoded.identifier) }}
+        {{ changelake_committed('decoded', decoded.identifier) if batches is none
+            else changelake_pending_rows(batches, 'decoded') }}
         -- a file's marker row is no record (an unreadable file has its own quarantine row)
         and (decoded.landed_line is not null or decoded.error_reason is not null)
 ),
@@ -145,4 +151,10 @@ select * from final
         coalesce(position, concat_ws(':', 'kafka', topic, kafka_partition, kafka_offset, row_index)),
         coalesce(before_json, ''), coalesce(after_json, ''), coalesce(ddl, '')
     ), 256)
+{% endmacro %}
+
+{# purpose: the relation of a model of this project, by name, from the graph (not a ref) #}
+{% macro _changelake_model_relation(name) %}
+    {%- set node = graph.nodes['model.' ~ project_name ~ '.' ~ name] -%}
+    {{ return(api.Relation.create(database=node.database, schema=node.schema, identifier=node.alias)) }}
 {% endmacro %}

@@ -1,10 +1,11 @@
 """A build killed with SIGKILL mid-write, then run again, gives exactly what an uninterrupted
 build gives: nothing lost, nothing twice.
 
-Each build runs `changelake dbt run` in its own process and state folder (its own metastore):
-the models alone, since data tests write nothing a kill could leave half done, and each build
-then costs a JVM start and the models (the suite's longest test). The results are read back
-with `changelake dbt show`.
+Each killed build runs `changelake dbt run` in its own process and state folder (its own
+metastore): the models alone, since data tests write nothing a kill could leave half done, and
+each build then costs a JVM start and the models (the suite's longest test). The last build
+reads its results in the same process; the uninterrupted build they must equal runs on the
+suite's shared session.
 """
 
 from __future__ import annotations
@@ -79,39 +80,46 @@ def _build(
     return None
 
 
-def _results(state: Path) -> dict[str, list]:
+def _results_sql(schema: str) -> str:
+    return RESULTS_SQL.replace("{{ ref('", f"{schema}.").replace("') }}", "")
+
+
+def _rows(rows) -> dict[str, list]:
+    out: dict[str, list] = {name: [] for name in QUERIES}
+    for query, row in rows:
+        out[query].append(row)
+    return {name: sorted(rows) for name, rows in out.items()}
+
+
+# the last build: `dbt run` and, on its warm session, the results (one JVM start, not two)
+LAST_BUILD = """
+import json, sys
+from python_udfs.project import RUNTIME, run_dbt
+code, _ = run_dbt(["run", *sys.argv[2:]])
+if code == 0:
+    rows = RUNTIME.session.sql(sys.argv[1]).collect()
+    print("results:" + json.dumps([[r.query, r.row] for r in rows]))
+sys.exit(code)
+"""
+
+
+def _last_build(state: Path, *args: str) -> dict[str, list]:
+    """Run the last build (with dbt ``args``) and read its results in the same process."""
     done = subprocess.run(
-        [
-            str(CHANGELAKE),
-            "dbt",
-            "show",
-            "--inline",
-            RESULTS_SQL,
-            "--limit",
-            "100000",
-            "--output",
-            "json",
-            "--log-format",
-            "json",
-        ],
+        [sys.executable, "-c", LAST_BUILD, _results_sql("changelake"), *args],
         env=_env(state),
         cwd=state.parent,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "Using incubator modules" not in done.stderr  # the Java shim drops the flag
-    preview = next(
-        json.loads(line)["data"]["preview"]
-        for line in done.stdout.splitlines()
-        if line.startswith("{") and '"preview"' in line
-    )
-    out: dict[str, list] = {name: [] for name in QUERIES}
-    for row in json.loads(preview):
-        out[row["query"]].append(row["row"])
-    return {name: sorted(rows) for name, rows in out.items()}
+    with (state.parent / "runtime.log").open("a") as runtime_log:
+        runtime_log.write(done.stderr)
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("results:")]
+    return _rows(json.loads(line.removeprefix("results:")))
 
 
 def _land_demo(root: Path, feeds: set[str] | None = None) -> None:
@@ -138,7 +146,7 @@ def _land_items(root: Path, name: str, first_lsn: int) -> None:
     (root / "pg_inventory" / f"{name}.jsonl").write_text(text)
 
 
-def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path):
+def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spark, tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made
     due at once), then while compaction writes the history's base layer (the store's second
@@ -151,16 +159,18 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     turn give: incremental equals full refresh), and no rerun had a killed write's folder to
     remove at start-up (the embedded target's step, which the other targets lack)."""
     first = {feed.name for feed in DEMO.iterdir()} - {"pg_inventory"}
-    clean = tmp_path / "clean" / "state"
-    killed = tmp_path / "killed" / "state"
-    for state in (clean, killed):
-        state.mkdir(parents=True)
-    _land_demo(clean.parent / "landing")
-    _land_items(clean.parent / "landing", "items-a", 1)
-    _land_items(clean.parent / "landing", "items-b", 100)
-    _land_demo(killed.parent / "landing", first)
+    # the uninterrupted build of every landing, on the suite's shared session
+    _land_demo(dbt.landing_root)
+    _land_items(dbt.landing_root, "items-a", 1)
+    _land_items(dbt.landing_root, "items-b", 100)
+    dbt("run")
+    expected = _rows(spark.sql(_results_sql(dbt.schema)).collect())
+    assert expected["changes"]
+    assert expected["history"]
 
-    assert _build(clean) == 0
+    killed = tmp_path / "killed" / "state"
+    killed.mkdir(parents=True)
+    _land_demo(killed.parent / "landing", first)
 
     warehouse = killed / "warehouse" / "changelake.db"
     store = warehouse / "int_history_versions"
@@ -233,7 +243,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
             return False
 
     _build(killed, second_base_written, *every_second)
-    assert _build(killed, None, *every_second) == 0
+    results = _last_build(killed, *every_second)
 
     # no kill left a folder that only the embedded target's start removes (the cluster and
     # Connect targets have no such step): first builds create their tables before writing
@@ -241,10 +251,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(tmp_path)
     assert "changelake: Spark" in runtime_log
     assert "removed the remains of a killed write" not in runtime_log
 
-    expected = _results(clean)
-    assert expected["changes"]
-    assert expected["history"]
-    assert _results(killed) == expected
+    assert results == expected
     # one base: the merged first base's partitions, the killed runs' base layers and what the
     # kill while dropping left are dropped (by the next compaction: no reader saw them)
     assert not [path for path in left if path.exists()]
