@@ -12,12 +12,14 @@ import gzip
 import hashlib
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from python_udfs import decode
 
+PROJECT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = {c["name"]: c for c in json.loads((FIXTURES / "seeds" / "cases.json").read_text())}
 FORMAT_CASES = {
@@ -381,6 +383,11 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
         ],
     )
     dbt("build")
+    # each feed's pending records read once (the two with new files at least: adaptive
+    # execution may drop a scan that found no file)
+    scans = feeds_read_once(spark, s)
+    assert {"decoded_pg_inventory", "decoded_dataworks_inventory"} <= set(scans), scans
+    assert set(scans.values()) == {1}, scans
     second = change_log(spark, s)
     assert second == reference_change_log(landed)
     merged = [v for v in second.values() if v[0] == "dataworks_inventory" and v[1] == "u"]
@@ -399,6 +406,35 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     assert change_log(spark, s) == second  # uncommitted rows are invisible
     dbt("build")
     assert change_log(spark, s) == second
+
+
+def feeds_read_once(spark, schema: str) -> dict[str, int]:
+    """How often the change log's last incremental query (as dbt compiled it) scans each
+    decoded table, run again: the new records are computed once and reused wherever the query
+    names them, not read and staged again in each place. Counted in the physical plan as it
+    ran (adaptive query stages entered, reused exchanges not: they read nothing again)."""
+    compiled = PROJECT / "target/compiled/changelake/models/intermediate/int_changes_unioned.sql"
+    query = spark.sql(compiled.read_text())
+    query.collect()
+    tables: list[str] = []
+
+    def walk(node) -> None:
+        kind = node.getClass().getSimpleName()
+        if kind == "AdaptiveSparkPlanExec":
+            return walk(node.executedPlan())
+        if kind.endswith("QueryStageExec"):
+            return walk(node.plan())
+        if kind == "ReusedExchangeExec":
+            return None
+        if kind == "FileSourceScanExec":
+            tables.append(node.tableIdentifier().get().table())
+        children = node.children()
+        for index in range(children.size()):
+            walk(children.apply(index))
+        return None
+
+    walk(query._jdf.queryExecution().executedPlan())
+    return dict(Counter(t for t in tables if t.startswith("decoded_")))
 
 
 CONFORMANCE_FEEDS = {
