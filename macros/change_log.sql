@@ -73,6 +73,16 @@
 {% endmacro %}
 
 {#
+    purpose: SQL predicate, always true, for the WHERE of a CTE the query names several times:
+    Spark copies a deterministic CTE into every place that names it (each copy read and
+    computed again), while a non-deterministic one is computed once and its exchange reused.
+    This predicate makes the CTE non-deterministic and filters nothing.
+#}
+{% macro changelake_computed_once() %}
+    {{- return('rand() < 2') -}}
+{% endmacro %}
+
+{#
     purpose: SQL expression: the change id of the update a complete pair of DataWorks update
     halves merges into, from the columns of a half (optionally of `relation_alias`)
 #}
@@ -135,11 +145,8 @@ new_records as (
     where error_reason is null
         and kind in ('row', 'truncate')
         {%- if incremental %}
-        -- computed once: the query names these rows six times over (pairs, single changes,
-        -- the repeat check), and Spark copies a deterministic CTE into each place that names
-        -- it (the nine feeds read and staged six times), while a non-deterministic one, this
-        -- always-true filter makes it one, is computed once and its exchange reused
-        and rand() < 2
+        -- named six times below (pairs, single changes, the repeat check): read once
+        and {{ changelake_computed_once() }}
         {%- endif %}
 ),
 

@@ -291,12 +291,11 @@ changes as (
 
 new_changes as (
     {%- if incremental %}
-    -- the pending batches, found by literals (committed, since pending); computed once: the
-    -- query names these rows three times, and Spark copies a deterministic CTE into each
-    -- place, while this always-true non-deterministic filter has it computed once and reused
+    -- the pending batches, found by literals (committed, since pending); named three times
+    -- below: read once
     select * from {{ ref(changes_model) }} as logged
     where {{ changelake_pending_rows(pending, 'logged') }}
-        and rand() < 2
+        and {{ changelake_computed_once() }}
     {%- else %}
     select * from changes
     {%- endif %}

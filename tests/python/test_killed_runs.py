@@ -27,19 +27,27 @@ DEMO = PROJECT / "python_udfs" / "demo_data" / "landing"
 
 pytestmark = pytest.mark.dbt
 
+# what each query reads, and from which public model
 QUERIES = {
-    "changes": "change_id, op, key_json, before_json, after_json, linked_key_json "
-    "from {{ ref('cdc_change_log') }}",
-    "history": "feed, table_name, key_json, version_number, row_json, "
-    "valid_from_position, valid_to_position, is_current, is_deleted "
-    "from {{ ref('cdc_history') }}",
-    "quarantine": "feed, landed_line, error_reason from {{ ref('cdc_quarantine') }}",
+    "changes": (
+        "change_id, op, key_json, before_json, after_json, linked_key_json",
+        "cdc_change_log",
+    ),
+    "history": (
+        "feed, table_name, key_json, version_number, row_json, "
+        "valid_from_position, valid_to_position, is_current, is_deleted",
+        "cdc_history",
+    ),
+    "quarantine": ("feed, landed_line, error_reason", "cdc_quarantine"),
 }
-# one `dbt show` (one JVM start) reads them all: each row as JSON text, tagged with its query
-RESULTS_SQL = " union all ".join(
-    f"select '{name}' as query, to_json(struct({columns.replace(' from ', ')) as row from ', 1)}"
-    for name, columns in QUERIES.items()
-)
+
+
+def _results_sql(schema: str) -> str:
+    """One query reading them all: each row as JSON text, tagged with its query."""
+    return " union all ".join(
+        f"select '{name}' as query, to_json(struct({columns})) as row from {schema}.{model}"
+        for name, (columns, model) in QUERIES.items()
+    )
 
 
 def _env(state: Path) -> dict[str, str]:
@@ -78,10 +86,6 @@ def _build(
     proc.wait(timeout=60)
     assert killed, f"the build ended before {kill_when} held: no kill happened"
     return None
-
-
-def _results_sql(schema: str) -> str:
-    return RESULTS_SQL.replace("{{ ref('", f"{schema}.").replace("') }}", "")
 
 
 def _rows(rows) -> dict[str, list]:
