@@ -22,7 +22,8 @@
     (one row per key) and the live closed, superseded and truncate rows of the layers since the
     previous base, and of the newest older bases that hold few rows against those (so the bases
     stay logarithmic in number); the ledger row of kind 'base' makes it visible, rows of kind
-    'retired' retire the bases it merged, and the layers it replaces are dropped. Readers see:
+    'retired' retire the bases it merged, and the layers it replaces are dropped once no view
+    names them (the public views name the live layers: _changelake_published_layers). Readers see:
     every live base layer's closed, superseded and truncate rows; the newest base layer's
     frontier; every layer committed after the newest base.
 #}
@@ -120,9 +121,14 @@
 
 {#
     purpose: SQL (a select) of the rows of the history store `relation` in live layers, parts
-    `parts` only, with their layer (a struct: committed_at, is_base, has_live_frontier)
+    `parts` only, with their layer (a struct: committed_at, is_base, has_live_frontier). With
+    `published`, the layers live now, named in the SQL (see _changelake_published_layers).
 #}
-{% macro _changelake_live_rows(relation, model_identifier, parts) %}
+{% macro _changelake_live_rows(relation, model_identifier, parts, published=false) %}
+    {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
+    {%- if named is not none -%}
+        {{ return(_changelake_named_layer_rows(relation, parts, named)) }}
+    {%- endif -%}
     select *
     from (
         select
@@ -135,12 +141,133 @@
 {% endmacro %}
 
 {#
+    purpose: the layers of the history store `model_identifier` live now (read from its ledger
+    when the model calling this is built), for a public view to name in its SQL: a list of
+    {batch_id, micros (its commit time), is_base, has_live_frontier}, oldest first; none when
+    not executing (parsing) or before the store's ledger exists (the view then reads the ledger
+    on each read, as the models do).
+
+    A view naming its layers reads their partitions alone (static pruning on literals) and no
+    ledger, and needs no ranking of the frontier when no layer came after the newest base: its
+    reads cost what a scan of the rows it returns costs. It stays right while the partitions it
+    names exist, so a compaction drops the partitions it replaced only once no view names them
+    (`_changelake_drop_dead_layers`): the views built after it name the new base, and the run's
+    end drops the rest (`changelake_drop_unpublished_layers`). Until a view is built again it
+    shows the store as of its last build: a run killed between the history and its views shows
+    the run before, never half of one. Asked once per invocation (the views are built after the
+    store, which is their only writer).
+#}
+{% macro _changelake_published_layers(model_identifier) %}
+    {%- if not execute -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set memo = graph.setdefault('changelake_published_layers', {}) -%}
+    {%- set memo_key = invocation_id ~ '/' ~ model_identifier -%}
+    {%- if memo_key not in memo -%}
+        {%- set ledger = changelake_ledger(model_identifier).split('.') -%}
+        {%- if run_query("show tables in " ~ ledger[0] ~ " like '" ~ ledger[1] ~ "'").rows | length == 0 -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- set query -%}
+            select batch_id, unix_micros(committed_at), is_base, has_live_frontier
+            from ({{ _changelake_live_layers(model_identifier) }}) as live_layers
+            order by committed_at, batch_id
+        {%- endset -%}
+        {%- set layers = [] -%}
+        {%- for row in run_query(query).rows -%}
+            {%- do layers.append({'batch_id': row[0], 'micros': row[1] | int,
+                'is_base': row[2], 'has_live_frontier': row[3]}) -%}
+        {%- endfor -%}
+        {%- do memo.update({memo_key: layers}) -%}
+    {%- endif -%}
+    {{ return(memo[memo_key]) }}
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the rows of parts `parts` of the history store `relation` in the
+    layers `layers` (from _changelake_published_layers), with their layer as a struct, as
+    _changelake_live_rows gives them. The partitions are named by literals (an `or` of
+    equalities: Spark prunes partitions by those, not by an `in` list of more than ten), and a
+    comment says which, for `_changelake_layers_named_by_views`.
+#}
+{% macro _changelake_named_layer_rows(relation, parts, layers) %}
+    {%- set ids = layers | map(attribute='batch_id') | list -%}
+    {%- set picks = [] -%}
+    {%- set structs = [] -%}
+    {%- for layer in layers -%}
+        {%- do picks.append('stored.batch_id = ' ~ _changelake_literal(layer.batch_id)) -%}
+        {%- do structs.append('when ' ~ _changelake_literal(layer.batch_id) ~ " then named_struct('committed_at', timestamp_micros("
+            ~ layer.micros ~ "), 'is_base', " ~ (layer.is_base | string | lower) ~ ", 'has_live_frontier', "
+            ~ (layer.has_live_frontier | string | lower) ~ ')') -%}
+    {%- endfor -%}
+    select
+        stored.*,
+        {% if structs -%}
+        case stored.batch_id {{ structs | join(' ') }} end
+        {%- else -%}
+        cast(null as struct<committed_at: timestamp, is_base: boolean, has_live_frontier: boolean>)
+        {%- endif %} as layer
+    from {{ relation }} as stored
+    /* changelake reads parts ({{ parts | join(', ') }}) of layers ({{ ids | join(', ') }}) */
+    where stored.part in ('{{ parts | join("', '") }}')
+        and ({{ picks | join(' or ') if picks else 'false' }})
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of the live frontier of the history store `relation` from the layers
+    `layers` (from _changelake_published_layers), as changelake_history_frontier gives it: the
+    newest base's frontier as it is stored when no layer came after it (the common case right
+    after a compaction); otherwise the newest row of each key in the later layers, and the
+    base's rows of the keys those do not hold (the later layers are small: the join broadcasts
+    them, the base is not exchanged).
+#}
+{% macro _changelake_named_frontier(relation, layers) %}
+    {%- set key = _changelake_table_id() + ['key_json'] -%}
+    {%- set frontier = layers | selectattr('has_live_frontier') | list -%}
+    {%- set bases = frontier | selectattr('is_base') | list -%}
+    {%- set deltas = frontier | rejectattr('is_base') | list -%}
+    {%- set base_rows -%}
+        select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
+        from ({{ _changelake_named_layer_rows(relation, ['frontier'], bases) }}) as stored
+    {%- endset -%}
+    {%- if not deltas -%}
+        {{ return(base_rows) }}
+    {%- endif -%}
+    {%- set delta_rows -%}
+        select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
+        from ({{ _changelake_named_layer_rows(relation, ['frontier'], deltas) }}) as stored
+    {%- endset -%}
+    select * except (newness)
+    from (
+        select
+            delta.*,
+            row_number() over (
+                partition by {{ key | join(', ') }} order by delta.layer_committed_at desc
+            ) as newness
+        from ({{ delta_rows }}) as delta
+    ) as ranked
+    where newness = 1
+    {%- if bases %}
+    union all
+    select base.*
+    from ({{ base_rows }}) as base
+    left anti join ({{ delta_rows }}) as delta
+        on {{ _changelake_same_table('base', 'delta', key=true) }}
+    {%- endif %}
+{% endmacro %}
+
+{#
     purpose: SQL (a select) of the live frontier of the history store `relation`: one row per
     key, from the newest layer holding the key (the live base is older than every live
     delta). One ranking over the base and the deltas together: ranking the deltas, then
-    removing their keys from the base with a join, cost a second exchange of the rows.
+    removing their keys from the base with a join, cost a second exchange of the rows. With
+    `published`, the layers live now, named in the SQL (_changelake_named_frontier).
 #}
-{% macro changelake_history_frontier(relation, model_identifier='int_history_versions') %}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false) %}
+    {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
+    {%- if named is not none -%}
+        {{ return(_changelake_named_frontier(relation, named)) }}
+    {%- endif -%}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     select * except (newness)
     from (
@@ -163,15 +290,16 @@
     `stored` row and its `layer`), those of the layers it selects, read without the others'
     rows: a compaction's selection is a suffix of the live layers (every layer after a selected
     one is selected too), and only a later layer supersedes, so nothing outside it matters.
+    With `published`, the layers live now, named in the SQL (see _changelake_published_layers).
 #}
-{% macro changelake_history_closed(relation, model_identifier='int_history_versions', layers=none) %}
+{% macro changelake_history_closed(relation, model_identifier='int_history_versions', layers=none, published=false) %}
     with
 
     stored as (
         select
             stored.* except (layer),
             stored.layer.committed_at as layer_committed_at
-        from ({{ _changelake_live_rows(relation, model_identifier, ['closed', 'superseded']) }}) as stored
+        from ({{ _changelake_live_rows(relation, model_identifier, ['closed', 'superseded'], published) }}) as stored
         {%- if layers %}
         where {{ layers }}
         {%- endif %}
@@ -612,7 +740,8 @@ classified as (
     store keeps a number of bases logarithmic in its versions (a version is copied about
     log2(versions) times in its life). One ledger insert (a single file) commits the new base
     (kind 'base') and retires the bases it merged (kind 'retired'); then every partition that
-    is no longer live (replaced, or left by a killed run) is dropped. The vars
+    is no longer live (replaced, or left by a killed run) and that no view names is dropped,
+    the rest at the run's end, once the views name the new base. The vars
     `changelake_history_max_layers` and `changelake_history_max_share` override the two limits.
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2) %}
@@ -696,7 +825,7 @@ classified as (
             ) as ledger_rows
         {%- endset -%}
         {%- do run_query(commit) -%}
-        {%- do _changelake_drop_dead_layers() -%}
+        {%- do _changelake_drop_dead_layers(this) -%}
     {%- endif -%}
     {{ return('select 1') }}
 {% endmacro %}
@@ -737,19 +866,78 @@ classified as (
     {{ return({'merged': merged, 'older_bases_stay': merged | length < walk.bases}) }}
 {% endmacro %}
 
-{# purpose: drop the partitions of the history store that no reader sees any more #}
-{% macro _changelake_drop_dead_layers() %}
+{#
+    purpose: drop the partitions of the history store `relation` that no reader sees any more:
+    not live in its ledger (replaced by a compaction, or left by a killed run) and named by no
+    view (`_changelake_layers_named_by_views`)
+#}
+{% macro _changelake_drop_dead_layers(relation) %}
     {%- set live -%}
-        select batch_id, has_live_frontier from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
+        select batch_id, has_live_frontier from ({{ _changelake_live_layers(relation.identifier) }}) as live_layers
     {%- endset -%}
     {%- set live_frontier = {} -%}
     {%- for row in run_query(live).rows -%}
         {%- do live_frontier.update({row[0]: row[1]}) -%}
     {%- endfor -%}
+    {%- set named = _changelake_layers_named_by_views(relation) -%}
     {%- set dead = [] -%}
-    {%- for spec in _changelake_partitions(this) if spec.batch_id not in live_frontier
-        or (spec.part == 'frontier' and not live_frontier[spec.batch_id]) -%}
+    {%- for spec in _changelake_partitions(relation) if (spec.batch_id not in live_frontier
+        or (spec.part == 'frontier' and not live_frontier[spec.batch_id]))
+        and (spec.batch_id ~ '/' ~ spec.part) not in named -%}
         {%- do dead.append(spec) -%}
     {%- endfor -%}
-    {%- do _changelake_drop_partitions(this, dead) -%}
+    {%- do _changelake_drop_partitions(relation, dead) -%}
+{% endmacro %}
+
+{#
+    purpose: the partitions of the history store `relation` that the stored text of a view built
+    on it names (`_changelake_named_layer_rows` leaves a comment saying which), as
+    'batch_id/part' texts: the views as they are now, whichever build made them. Views are
+    found in the graph (the models built as views on the store); those not built are skipped.
+#}
+{% macro _changelake_layers_named_by_views(relation) %}
+    {%- set views = [] -%}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model'
+        and node.package_name == project_name and node.config.materialized == 'view' -%}
+        {%- for parent in node.depends_on.nodes if parent.startswith('model.')
+            and graph.nodes[parent].alias == relation.identifier -%}
+            {%- do views.append(node.alias) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- set named = [] -%}
+    {%- if not views -%}
+        {{ return(named) }}
+    {%- endif -%}
+    {%- set pattern = 'changelake reads parts [(]([^)]*)[)] of layers [(]([^)]*)[)]' -%}
+    {%- for row in run_query('show tables in ' ~ relation.schema ~ " like '" ~ (views | unique | join('|')) ~ "'") -%}
+        {%- set text = run_query('show create table ' ~ relation.schema ~ '.' ~ row[1]).columns[0].values()[0] -%}
+        {%- for match in modules.re.findall(pattern, text) -%}
+            {%- for batch_id in match[1].split(', ') if batch_id -%}
+                {%- for part in match[0].split(', ') -%}
+                    {%- do named.append(batch_id ~ '/' ~ part) -%}
+                {%- endfor -%}
+            {%- endfor -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(named) }}
+{% endmacro %}
+
+{#
+    purpose: on-run-end: drop the history store's partitions that are dead and that no view
+    names any more: those a compaction of this run replaced, once the views built after it name
+    its base (or of an earlier run whose views were not built again until now). A `dbt build`
+    or `dbt run` that created or changed a view only (a run that changes no view makes no
+    partition unnamed), once the store exists.
+#}
+{% macro changelake_drop_unpublished_layers(model_identifier='int_history_versions') %}
+    {%- if not execute or flags.WHICH not in ('build', 'run') or not changelake_views_written_now() -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set ledger = changelake_ledger(model_identifier).split('.') -%}
+    {%- set tables = run_query("show tables in " ~ target.schema ~ " like '" ~ model_identifier ~ "|" ~ ledger[1] ~ "'") -%}
+    {%- if tables.rows | length == 2 -%}
+        {%- do _changelake_drop_dead_layers(api.Relation.create(
+            schema=target.schema, identifier=model_identifier, type='table')) -%}
+    {%- endif -%}
+    {{ return('') }}
 {% endmacro %}

@@ -22,6 +22,7 @@
     {%- set target_relation = api.Relation.create(
         identifier=model['alias'], schema=schema, database=database, type='view') -%}
     {%- if existing is none or not existing.is_view or not _changelake_view_alterable() -%}
+        {%- do _changelake_note_view_written() -%}
         {{ return(create_or_replace_view()) }}
     {%- endif -%}
     {{ run_hooks(pre_hooks) }}
@@ -30,6 +31,7 @@
             /* the view's stored text is this model's SQL */
         {%- endcall %}
     {%- else -%}
+        {%- do _changelake_note_view_written() -%}
         {%- call statement('main') -%}
             alter view {{ target_relation }} as
             {{ sql }}
@@ -52,4 +54,18 @@
 {% macro _changelake_view_text_is(relation, sql) %}
     {%- set information = relation.information or '' -%}
     {{ return(('\nView Text: ' ~ sql.strip() ~ '\n') in information) }}
+{% endmacro %}
+
+{#
+    purpose: remember that this invocation creates or changes a view (in the graph dict dbt
+    shares between nodes and hooks): the run's end then looks for partitions that no view
+    names any more (changelake_drop_unpublished_layers), and skips that when none changed
+#}
+{% macro _changelake_note_view_written() %}
+    {%- do graph.setdefault('changelake_views_written', []).append(invocation_id) -%}
+{% endmacro %}
+
+{# purpose: whether this invocation created or changed a view #}
+{% macro changelake_views_written_now() %}
+    {{ return(invocation_id in graph.get('changelake_views_written', [])) }}
 {% endmacro %}

@@ -2,7 +2,7 @@ with
 
 open_versions as (
     -- the history store's frontier holds each key's last version: read it, not the history
-    select * from ({{ changelake_history_frontier(ref('int_history_versions')) }}) as frontier
+    select * from ({{ changelake_history_frontier(ref('int_history_versions'), published=true) }}) as frontier
     where is_current
 ),
 

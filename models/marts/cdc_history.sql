@@ -1,11 +1,11 @@
 with
 
 closed_versions as (
-    select * from ({{ changelake_history_closed(ref('int_history_versions')) }}) as closed_versions
+    select * from ({{ changelake_history_closed(ref('int_history_versions'), published=true) }}) as closed_versions
 ),
 
 open_versions as (
-    select * from ({{ changelake_history_frontier(ref('int_history_versions')) }}) as frontier
+    select * from ({{ changelake_history_frontier(ref('int_history_versions'), published=true) }}) as frontier
     where is_current
 ),
 

@@ -8,6 +8,7 @@ nothing new must change nothing, and a full refresh must give exactly what the r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,36 @@ def history(spark, schema):
             f"order by key_json, version_number"
         ).collect()
     ]
+
+
+def current(spark, schema):
+    return spark.sql(
+        f"select key_json, row_json from {schema}.cdc_current where feed = 'pg_inventory' "
+        f"order by key_json"
+    ).collect()
+
+
+def partitions(spark, schema) -> set[str]:
+    """The history store's partitions on disk, as 'batch_id/part'."""
+    return {
+        "/".join(part.split("=", 1)[1] for part in r[0].split("/"))
+        for r in spark.sql(f"show partitions {schema}.int_history_versions").collect()
+    }
+
+
+NAMED_LAYERS = re.compile(r"changelake reads parts \(([^)]*)\) of layers \(([^)]*)\)")
+
+
+def layers_named_by(spark, schema, view) -> set[str]:
+    """The history store's partitions a view's stored text names, as 'batch_id/part'."""
+    text = spark.sql(f"show create table {schema}.{view}").first()[0]
+    return {
+        f"{batch_id}/{part}"
+        for parts, layers in re.findall(NAMED_LAYERS, text)
+        for batch_id in layers.split(", ")
+        if batch_id
+        for part in parts.split(", ")
+    }
 
 
 def table_files(spark, table):
@@ -301,7 +332,27 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
         if run == 8:
             batch.append(message(650, "u", 2, None, row(2, "late")))  # after its delete
         land(dbt, tmp_path, f"b{run}.jsonl", batch)
-        dbt("run", "--vars", every_second)
+        if run != 6:
+            dbt("run", "--vars", every_second)
+            continue
+        # the store alone: its compaction replaces the layers the views name, and they keep
+        # showing run 5 whole until they are built again (nothing they name is dropped)
+        before = history(spark, s), current(spark, s)
+        named = (
+            layers_named_by(spark, s, "cdc_current") | layers_named_by(spark, s, "cdc_history")
+        ) & partitions(spark, s)
+        dbt("run", "--select", "+int_history_versions", "--vars", every_second)
+        assert (history(spark, s), current(spark, s)) == before
+        assert named
+        assert named <= partitions(spark, s), named
+        # built again, the views name the new base; the run's end drops what they named alone
+        dbt("run", "--select", "cdc_history", "cdc_current", "--vars", every_second)
+        assert (history(spark, s), current(spark, s)) != before
+        renamed = layers_named_by(spark, s, "cdc_current") | layers_named_by(
+            spark, s, "cdc_history"
+        )
+        assert named - renamed, "the compaction replaced no layer the views named"
+        assert not (named - renamed) & partitions(spark, s)
 
     ledger = spark.sql(
         f"select kind, batch_id from {s}.changelake_ledger__int_history_versions "
@@ -312,11 +363,18 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     assert len(bases) == 4, ledger  # runs 2, 4, 6 and 8 compacted
     assert retired, ledger  # some bases merged into newer ones
     assert retired < bases, ledger
-    on_disk = {
-        r[0].split("/")[0].removeprefix("batch_id=")
-        for r in spark.sql(f"show partitions {s}.int_history_versions").collect()
-    }
+    on_disk = {spec.split("/")[0] for spec in partitions(spark, s)}
     assert {b for b in on_disk if b.endswith("-base")} == bases - retired
+    # run 8 compacted: cdc_current reads the partitions of its base's frontier by name, with no
+    # read of the ledger and no ranking of the rows (no layer came after the base)
+    plan = spark.sql(f"select * from {s}.cdc_current")._jdf.queryExecution().executedPlan()
+    assert "changelake_ledger" not in plan.toString()
+    assert "Window" not in plan.toString()
+    newest_base = spark.sql(
+        f"select max_by(batch_id, committed_at) from {s}.changelake_ledger__int_history_versions "
+        "where kind = 'base'"
+    ).first()[0]
+    assert layers_named_by(spark, s, "cdc_current") == {f"{newest_base}/frontier"}
 
     incremental = history(spark, s)
     key_1 = [v for v in incremental if v[0] == '{"id":1}']

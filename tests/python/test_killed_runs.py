@@ -155,7 +155,8 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
     are written, then while the history is), the second while a run ledger is compacted (made
     due at once), then while compaction writes the history's base layer (the store's second
     layer makes it due), then while the run's start merges table segments (made due at once),
-    then, its base committed, while the compaction drops the partitions no reader sees any more.
+    then, its base committed, while the partitions no reader sees any more are dropped (by the
+    compaction, and at the run's end once the views name the new base).
     Two more landings follow, the second built with a compaction due that merges the first base
     into its new one, killed while that base is written and run again; its compaction drops
     what the kill while dropping left.
@@ -217,9 +218,10 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
     # log (due after one consumed batch here)
     _build(killed, merge_written, "--vars", "{changelake_segments_max_tail: 1}")
 
-    # the rerun's compaction commits its base, then drops the partitions no reader sees any
-    # more (every one there now: the first layer, the killed run's base layer): killed while
-    # it drops them, after the first is gone
+    # the rerun's compaction commits its base, then the partitions no reader sees any more
+    # (every one there now: the killed run's base layer, dropped by the compaction, and the
+    # first layer, dropped at the run's end once the views name the new base) are dropped:
+    # killed while they are, after the first is gone
     partitions = sorted(store.glob("batch_id=*/part=*"))
     bases_before = set(store.glob("batch_id=*-base"))
     assert partitions
