@@ -351,6 +351,12 @@ def _node_seconds(result: Any) -> dict[str, float]:
     return layers
 
 
+def _slowest_nodes(result: Any, count: int) -> list[tuple[str, float]]:
+    """The ``count`` dbt nodes of a run that took longest: (name, seconds)."""
+    nodes = [(r.node.name, r.execution_time) for r in result.result.results]
+    return sorted(nodes, key=lambda node: -node[1])[:count]
+
+
 def _model_seconds(result: Any) -> float:
     """Seconds spent building models (tests excluded), summed over dbt's nodes."""
     return sum(r.execution_time for r in result.result.results if r.node.resource_type == "model")
@@ -401,11 +407,9 @@ def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str,
             result["full_refresh"] = time.perf_counter() - start
             result["full_models"] = _model_seconds(full)
             result["accounting_test"] = timed(lambda: _dbt("test", "--select", "tag:accounting"))
-        layers: dict[str, float] = {}
-        for node_result in full.result.results:
-            layer = _layer(node_result.node.name)
-            layers[layer] = layers.get(layer, 0.0) + node_result.execution_time
-        result["layers"] = layers
+        result["layers"] = _node_seconds(full)
+        result["incremental_layers"] = _node_seconds(incremental)
+        result["incremental_slowest"] = _slowest_nodes(incremental, 8)
         result["memory"] = dict(memory.peaks)
         result["records"] = sum(f["records"] for f in summary["feeds"].values())
     spark.sql(f"drop schema if exists {schema} cascade")
@@ -738,12 +742,19 @@ def render(results: dict[str, Any]) -> str:
     largest = results["pipeline"][-1]
     lines += [
         "",
-        f"Full refresh at {largest['events']:,} changes, by layer (dbt node seconds):",
+        f"Where the time goes at {largest['events']:,} changes, by layer (dbt node seconds, "
+        "summed over the build's two threads):",
         "",
     ]
-    lines += ["| layer | seconds |", "|---|---:|"]
-    for layer, seconds in sorted(largest["layers"].items(), key=lambda kv: -kv[1]):
-        lines.append(f"| {layer} | {seconds:.1f} |")
+    lines += ["| layer | full refresh s | +1% incremental s |", "|---|---:|---:|"]
+    full, increment = largest["layers"], largest.get("incremental_layers", {})
+    for layer in sorted(set(full) | set(increment), key=lambda k: -full.get(k, 0.0)):
+        lines.append(f"| {layer} | {full.get(layer, 0.0):.1f} | {increment.get(layer, 0.0):.1f} |")
+    if largest.get("incremental_slowest"):
+        lines += ["", "The +1% increment's slowest nodes:", ""]
+        lines += ["| node | seconds |", "|---|---:|"]
+        for name, seconds in largest["incremental_slowest"]:
+            lines.append(f"| `{name}` | {seconds:.1f} |")
     lines += ["", "**Peak resident memory** during the pipeline run:", ""]
     lines += ["| changes | JVM (driver + executor) | Python UDF workers | Python driver |"]
     lines += ["|---:|---:|---:|---:|"]
@@ -1046,6 +1057,10 @@ def main(argv: list[str]) -> int:
     RUNTIME.start(home, home / "profiles", os.environ.get("DBT_TARGET"))
     work = runtime.state_dir(home) / "bench"
     results = run(RUNTIME.session, work, events, opts.rounds, opts.age_runs, opts.age_increment)
+    # the measurements as they are, kept before rendering (a failed render loses none)
+    saved = runtime.state_dir(home) / "bench-results.json"
+    saved.write_text(json.dumps(results, indent=1, default=str))
+    print(f"wrote the measurements to {saved}")
     table = render(results)
     print(table)
     if opts.write_readme:

@@ -47,6 +47,9 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert text.endswith(f"{bench.README_END}\n\nafter\n")
     assert "| ChangeLake UDF" in text
     assert "changes/s (full)" in text
+    assert "| layer | full refresh s | +1% incremental s |" in text
+    assert "| data tests |" in text
+    assert "The +1% increment's slowest nodes:" in text
     age = results["age"]
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
