@@ -410,6 +410,7 @@ def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str,
         result["layers"] = _node_seconds(full)
         result["incremental_layers"] = _node_seconds(incremental)
         result["incremental_slowest"] = _slowest_nodes(incremental, 8)
+        result["full_slowest"] = _slowest_nodes(full, 8)
         result["memory"] = dict(memory.peaks)
         result["records"] = sum(f["records"] for f in summary["feeds"].values())
     spark.sql(f"drop schema if exists {schema} cascade")
@@ -750,11 +751,11 @@ def render(results: dict[str, Any]) -> str:
     full, increment = largest["layers"], largest.get("incremental_layers", {})
     for layer in sorted(set(full) | set(increment), key=lambda k: -full.get(k, 0.0)):
         lines.append(f"| {layer} | {full.get(layer, 0.0):.1f} | {increment.get(layer, 0.0):.1f} |")
-    if largest.get("incremental_slowest"):
-        lines += ["", "The +1% increment's slowest nodes:", ""]
-        lines += ["| node | seconds |", "|---|---:|"]
-        for name, seconds in largest["incremental_slowest"]:
-            lines.append(f"| `{name}` | {seconds:.1f} |")
+    for key, title in (("full_slowest", "full refresh"), ("incremental_slowest", "+1% increment")):
+        if largest.get(key):
+            lines += ["", f"The {title}'s slowest nodes:", ""]
+            lines += ["| node | seconds |", "|---|---:|"]
+            lines += [f"| `{name}` | {seconds:.1f} |" for name, seconds in largest[key]]
     lines += ["", "**Peak resident memory** during the pipeline run:", ""]
     lines += ["| changes | JVM (driver + executor) | Python UDF workers | Python driver |"]
     lines += ["|---:|---:|---:|---:|"]

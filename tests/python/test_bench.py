@@ -50,6 +50,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "| layer | full refresh s | +1% incremental s |" in text
     assert "| data tests |" in text
     assert "The +1% increment's slowest nodes:" in text
+    assert "The full refresh's slowest nodes:" in text
     age = results["age"]
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
