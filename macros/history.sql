@@ -226,17 +226,11 @@
     {%- set frontier = layers | selectattr('has_live_frontier') | list -%}
     {%- set bases = frontier | selectattr('is_base') | list -%}
     {%- set deltas = frontier | rejectattr('is_base') | list -%}
-    {%- set base_rows -%}
-        select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
-        from ({{ _changelake_named_layer_rows(relation, ['frontier'], bases) }}) as stored
-    {%- endset -%}
+    {%- set base_rows = _changelake_named_frontier_rows(relation, bases) -%}
     {%- if not deltas -%}
         {{ return(base_rows) }}
     {%- endif -%}
-    {%- set delta_rows -%}
-        select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
-        from ({{ _changelake_named_layer_rows(relation, ['frontier'], deltas) }}) as stored
-    {%- endset -%}
+    {%- set delta_rows = _changelake_named_frontier_rows(relation, deltas) -%}
     select * except (newness)
     from (
         select
@@ -254,6 +248,12 @@
     left anti join ({{ delta_rows }}) as delta
         on {{ _changelake_same_table('base', 'delta', key=true) }}
     {%- endif %}
+{% endmacro %}
+
+{# purpose: SQL (a select) of the frontier rows of the layers `layers`, as the frontier gives them #}
+{% macro _changelake_named_frontier_rows(relation, layers) %}
+    select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
+    from ({{ _changelake_named_layer_rows(relation, ['frontier'], layers) }}) as stored
 {% endmacro %}
 
 {#
