@@ -11,8 +11,13 @@
     the batch (commit, quarantine of unreadable files) have nothing to do and are skipped
 #}
 {% macro _changelake_batch_is_empty() %}
+    {{ return(_changelake_compiled_has(_changelake_nothing_new())) }}
+{% endmacro %}
+
+{# purpose: whether this model's compiled SQL holds `marker` (a comment the body wrote for its hooks) #}
+{% macro _changelake_compiled_has(marker) %}
     {%- set compiled = (model.compiled_code if model is defined else none) or '' -%}
-    {{ return(execute and _changelake_nothing_new() in compiled) }}
+    {{ return(execute and marker in compiled) }}
 {% endmacro %}
 
 {# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
@@ -57,7 +62,8 @@
         rows_written
     from (
         select
-            'batch' as kind,
+            {#- the history store's full fold is complete: a base layer (macros/history.sql) -#}
+            '{{ 'base' if _changelake_compiled_has(_changelake_full_fold()) else 'batch' }}' as kind,
             '{{ invocation_id }}' as batch_id,
             count(*) as rows_written
         from {{ this }}

@@ -52,11 +52,13 @@
         ) as listed
         {%- if is_incremental() %}
         left anti join (
+            -- every file tried has its marker row (landed_line null): those alone, not each line
             select distinct
                 decoded.landed_file,
                 decoded.landed_file_size
             from {{ this }} as decoded
             where {{ changelake_committed('decoded', this.identifier) }}
+                and decoded.landed_line is null
         ) as tried
             on listed.landed_file = tried.landed_file and listed.landed_file_size = tried.landed_file_size
         {%- endif %}

@@ -18,6 +18,7 @@
     its older closed rows are superseded. Either way the fold is the one `changelake_versions`
     UDF (python_udfs/scd2.py), so a run gives what a full refresh gives.
 
+    A first build or a full refresh folds every key: its layer is committed as a base at once.
     Compaction (a post-hook, `changelake_compact_history`) writes a base layer: the live frontier
     (one row per key) and the live closed, superseded and truncate rows of the layers since the
     previous base, and of the newest older bases that hold few rows against those (so the bases
@@ -410,6 +411,7 @@
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
+{{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
 changes as (
@@ -605,6 +607,16 @@ select
 from final
 {% endmacro %}
 
+{#
+    purpose: the comment marking a build of the history store that folds every key from all its
+    changes (a first build, a full refresh): its one layer is what a compaction would write, so
+    its commit makes it a base (changelake_commit_consuming_batch) and the next runs' deltas are
+    compacted against it rather than copying it into a new base
+#}
+{% macro _changelake_full_fold() %}
+    {{- return('/* changelake: a full fold, committed as a base */') -}}
+{% endmacro %}
+
 {# purpose: the Spark type of one version column (python_udfs.scd2.VERSION_FIELDS) #}
 {% macro _changelake_version_type(column) %}
     {%- set types = {
@@ -763,7 +775,7 @@ classified as (
             on live_layers.batch_id = ledger.batch_id and ledger.kind in ('batch', 'base')
     {%- endset -%}
     {%- set row = run_query(stats).rows[0] -%}
-    {%- set due = row[0] >= 2 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
+    {%- set due = row[0] >= 1 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
     {%- if due -%}
         {%- set layer = invocation_id ~ '-base' -%}
         {%- set bases = _changelake_bases_to_merge() -%}
@@ -825,7 +837,9 @@ classified as (
             ) as ledger_rows
         {%- endset -%}
         {%- do run_query(commit) -%}
-        {%- do _changelake_drop_dead_layers(this) -%}
+        {#- this run's own layer stays until the run's end: its keys are what the run's data
+            tests check (changelake_changed_rows) -#}
+        {%- do _changelake_drop_dead_layers(this, keep=[invocation_id]) -%}
     {%- endif -%}
     {{ return('select 1') }}
 {% endmacro %}
@@ -869,9 +883,9 @@ classified as (
 {#
     purpose: drop the partitions of the history store `relation` that no reader sees any more:
     not live in its ledger (replaced by a compaction, or left by a killed run) and named by no
-    view (`_changelake_layers_named_by_views`)
+    view (`_changelake_layers_named_by_views`), except those of the batches `keep`
 #}
-{% macro _changelake_drop_dead_layers(relation) %}
+{% macro _changelake_drop_dead_layers(relation, keep=[]) %}
     {%- set live -%}
         select batch_id, has_live_frontier from ({{ _changelake_live_layers(relation.identifier) }}) as live_layers
     {%- endset -%}
@@ -883,7 +897,7 @@ classified as (
     {%- set dead = [] -%}
     {%- for spec in _changelake_partitions(relation) if (spec.batch_id not in live_frontier
         or (spec.part == 'frontier' and not live_frontier[spec.batch_id]))
-        and (spec.batch_id ~ '/' ~ spec.part) not in named -%}
+        and (spec.batch_id ~ '/' ~ spec.part) not in named and spec.batch_id not in keep -%}
         {%- do dead.append(spec) -%}
     {%- endfor -%}
     {%- do _changelake_drop_partitions(relation, dead) -%}

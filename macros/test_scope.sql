@@ -1,6 +1,7 @@
 {#
-    What a data test reads. `dbt test` (and any command with the var changelake_test_scope set
-    to 'all') tests every row. `dbt build` and `dbt run` test what the run changed:
+    What a data test reads. `dbt test`, `--full-refresh` (every row is new) and any command with
+    the var changelake_test_scope set to 'all' test every row. `dbt build` and `dbt run` test
+    what the run changed:
 
     - a model whose stores (the incremental models it is computed from, nearest first)
       committed no batch in this invocation holds exactly what the last build tested: its tests
@@ -64,16 +65,22 @@
     when unsure or when every row is tested, 'false' when none changed
 #}
 {% macro changelake_changed_rows(relation) %}
-    {%- if not execute or flags.WHICH not in ('build', 'run')
+    {%- if not execute or flags.WHICH not in ('build', 'run') or flags.FULL_REFRESH
         or var('changelake_test_scope', 'changed') == 'all' -%}
+        {#- a full refresh rewrote every row: narrowing to this run's rows would only add a join -#}
         {{ return('true') }}
     {%- endif -%}
     {%- set stores = _changelake_nearest_stores(relation.identifier) -%}
     {%- if stores is none -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- if not _changelake_stores_committed_now(stores) -%}
+    {%- set committed = _changelake_stores_committed_now(stores) -%}
+    {%- if not committed -%}
         {{ return('false') }}
+    {%- endif -%}
+    {%- if _changelake_stores_hold_only_now(stores) -%}
+        {#- a first build: every row is this run's, narrowing would only add a join -#}
+        {{ return('true') }}
     {%- endif -%}
     {%- set columns = _changelake_documented_columns(relation.identifier) -%}
     {%- if stores == ['int_history_versions'] and 'key_json' in columns -%}
@@ -139,30 +146,51 @@
     {{ return(stores | unique | sort) }}
 {% endmacro %}
 
-{#
-    purpose: the stores among `stores` that committed a batch in this invocation. Asked only by
-    tests, which run after every model they read has finished, so the answer is final: it is
-    remembered for the invocation (in the graph dict dbt shares between its nodes).
-#}
+{# purpose: the stores among `stores` that committed a batch in this invocation #}
 {% macro _changelake_stores_committed_now(stores) %}
-    {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
-    {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
-    {%- if unknown -%}
-        {%- set selects = [] -%}
-        {%- for store in unknown -%}
-            {%- do selects.append("select " ~ _changelake_literal(store) ~ " as store, count(*) > 0 as committed from "
-                ~ changelake_ledger(store) ~ " where batch_id = '" ~ invocation_id ~ "'") -%}
-        {%- endfor -%}
-        {%- set answers = memo.setdefault(invocation_id, {}) -%}
-        {%- for row in run_query(selects | join(' union all ')) -%}
-            {%- do answers.update({row[0]: row[1]}) -%}
-        {%- endfor -%}
-    {%- endif -%}
     {%- set committed = [] -%}
-    {%- for store in stores if memo[invocation_id][store] -%}
+    {%- for store in stores if _changelake_store_facts_now(stores)[store].committed -%}
         {%- do committed.append(store) -%}
     {%- endfor -%}
     {{ return(committed) }}
+{% endmacro %}
+
+{#
+    purpose: whether every row the stores `stores` hold was committed by this invocation (a
+    first build): no batch, segment or base of another invocation is in their ledgers
+#}
+{% macro _changelake_stores_hold_only_now(stores) %}
+    {%- set facts = _changelake_store_facts_now(stores) -%}
+    {%- for store in stores if not facts[store].only_now -%}
+        {{ return(false) }}
+    {%- endfor -%}
+    {{ return(true) }}
+{% endmacro %}
+
+{#
+    purpose: per store of `stores`, from its ledger: `committed` (this invocation committed a
+    batch) and `only_now` (nothing another invocation committed is live). Asked only by tests,
+    which run after every model they read has finished, so the answers are final: they are
+    remembered for the invocation (in the graph dict dbt shares between its nodes).
+#}
+{% macro _changelake_store_facts_now(stores) %}
+    {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
+    {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
+    {%- if unknown -%}
+        {%- set now = _changelake_literal(invocation_id) -%}
+        {%- set selects = [] -%}
+        {%- for store in unknown -%}
+            {%- do selects.append("select " ~ _changelake_literal(store) ~ " as store, "
+                ~ "count_if(batch_id = " ~ now ~ ") > 0 as committed, "
+                ~ "count_if(batch_id != " ~ now ~ " and kind in ('batch', 'segment', 'base')) = 0 as only_now "
+                ~ "from " ~ changelake_ledger(store)) -%}
+        {%- endfor -%}
+        {%- set answers = memo.setdefault(invocation_id, {}) -%}
+        {%- for row in run_query(selects | join(' union all ')) -%}
+            {%- do answers.update({row[0]: {'committed': row[1], 'only_now': row[2]}}) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(memo[invocation_id]) }}
 {% endmacro %}
 
 {#

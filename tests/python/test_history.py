@@ -304,11 +304,11 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
 
 
 def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt, spark, tmp_path):
-    """Eight runs with a compaction every second one (two delta layers make it due): each new
-    base takes in the older bases with few versions (retired in the ledger, their partitions
-    dropped), so fewer bases stay live than compactions ran; late changes re-fold keys whose
-    closed versions sit in merged bases and in a base that stays, and a truncate closes every
-    key. Then `dbt test` passes on every row, and a full refresh gives the same history. (Runs,
+    """Seven runs: the first build's layer is a base at once, then a compaction every second
+    run (two delta layers make it due): each new base takes in the older bases with few
+    versions (retired in the ledger, their partitions dropped), so fewer bases stay live than
+    were committed; late changes re-fold keys whose closed versions sit in merged bases and in
+    a base that stays, and a truncate closes every key. Then `dbt test` passes on every row, and a full refresh gives the same history. (Runs,
     not builds: the builds' scoped tests are covered elsewhere, and this keeps the test short.)"""
     s = dbt.schema
     every_second = "{changelake_history_max_layers: 2, changelake_history_max_share: 1000}"
@@ -316,7 +316,7 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     def row(key, run):
         return {"id": key, "v": f"{key}-{run}", "doc": "d"}
 
-    for run in range(1, 9):
+    for run in range(1, 8):
         batch = [
             message(100 * run, "c" if run == 1 else "u", 1, None, row(1, run)),
             message(100 * run + 10, "c" if run == 1 else "u", 2, None, row(2, run)),
@@ -325,18 +325,29 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
             batch.append(message(100 * run + 50, "t", None))  # closes 1 and 2
         if run == 5:
             # late: between runs 1 and 2, and before run 4's truncate (key 1's closed
-            # versions are in the base of run 2's compaction)
+            # versions are in the base of run 3's compaction)
             batch.append(message(150, "u", 1, None, row(1, "late")))
         if run == 6:
             batch.append(message(100 * run + 20, "d", 2, {"id": 2}))
-        if run == 8:
-            batch.append(message(650, "u", 2, None, row(2, "late")))  # after its delete
+        if run == 7:
+            # late: between run 6's update and its delete (key 2's closed versions are in the
+            # base of run 5 and in run 6's layer)
+            batch.append(message(615, "u", 2, None, row(2, "late")))
         land(dbt, tmp_path, f"b{run}.jsonl", batch)
-        if run != 6:
+        if run == 1:
+            # the first build folds every key: its layer is a base, nothing to compact
+            dbt("run", "--vars", every_second)
+            kinds = spark.sql(
+                f"select kind, count(*) from {s}.changelake_ledger__int_history_versions "
+                "where kind != 'consumed' group by kind"
+            ).collect()
+            assert dict(kinds) == {"base": 1}
+            continue
+        if run != 7:
             dbt("run", "--vars", every_second)
             continue
         # the store alone: its compaction replaces the layers the views name, and they keep
-        # showing run 5 whole until they are built again (nothing they name is dropped)
+        # showing run 6 whole until they are built again (nothing they name is dropped)
         before = history(spark, s), current(spark, s)
         named = (
             layers_named_by(spark, s, "cdc_current") | layers_named_by(spark, s, "cdc_history")
@@ -360,12 +371,12 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     ).collect()
     bases = {r.batch_id for r in ledger if r.kind == "base"}
     retired = {r.batch_id for r in ledger if r.kind == "retired"}
-    assert len(bases) == 4, ledger  # runs 2, 4, 6 and 8 compacted
+    assert len(bases) == 4, ledger  # run 1's full fold; runs 3, 5 and 7 compacted
     assert retired, ledger  # some bases merged into newer ones
     assert retired < bases, ledger
     on_disk = {spec.split("/")[0] for spec in partitions(spark, s)}
-    assert {b for b in on_disk if b.endswith("-base")} == bases - retired
-    # run 8 compacted: cdc_current reads the partitions of its base's frontier by name, with no
+    assert {b for b in on_disk if b in bases} == bases - retired
+    # run 7 compacted: cdc_current reads the partitions of its base's frontier by name, with no
     # read of the ledger and no ranking of the rows (no layer came after the base)
     plan = spark.sql(f"select * from {s}.cdc_current")._jdf.queryExecution().executedPlan()
     assert "changelake_ledger" not in plan.toString()
@@ -380,7 +391,10 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     key_1 = [v for v in incremental if v[0] == '{"id":1}']
     # the late change opened a version between runs 1 and 2; the truncate closed key 1
     assert [v[2]["v"] for v in key_1[:3]] == ["1-1", "1-late", "1-2"]
-    assert [v[6] for v in key_1] == [False] * 4 + [True] + [False] * 4
+    assert [v[6] for v in key_1] == [False] * 4 + [True] + [False] * 3
+    # the late update of key 2 opened a version between its update and its delete in run 6
+    key_2 = [v[2].get("v") for v in incremental if v[0] == '{"id":2}']
+    assert key_2[-3:] == ["2-6", "2-late", "2-7"], key_2
     dbt("test")
     dbt("run", "--full-refresh")
     assert history(spark, s) == incremental
@@ -395,7 +409,19 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
         "a.jsonl",
         [message(10, "c", 1, after={"id": 1, "v": "a"}), message(11, "c", 2, after={"id": 2})],
     )
-    dbt("build")
+    narrowed = "key_json in (select key_json from"
+
+    def history_test_sql(result) -> list[str]:
+        return [
+            r.node.compiled_code
+            for r in result.result.results
+            if r.node.resource_type == "test" and "cdc_history" in r.node.name
+        ]
+
+    # a first build tests every row as it is (each is new): no narrowing join
+    result = dbt("build")
+    assert history_test_sql(result)
+    assert not any(narrowed in sql for sql in history_test_sql(result))
     s = dbt.schema
     # a broken history for key 1: a second current version, in a layer the ledger calls committed
     spark.sql(
@@ -414,13 +440,27 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
     land(dbt, tmp_path, "b.jsonl", [message(12, "u", 2, after={"id": 2, "v": "b"})])
     code, result = run_dbt(["build", *pg_and_downstream])
     assert code == 0, result.exception
-    tested = [r for r in result.result.results if r.node.resource_type == "test"]
-    assert any("cdc_history" in r.node.name for r in tested)
+    assert history_test_sql(result)
+    assert all(narrowed in sql for sql in history_test_sql(result))
     # `dbt test` reads every key: the forged version of key 1 fails it
     assert run_dbt(["test", *history_tests])[0] == 1
-    # a build that touches key 1 tests key 1: it fails
+    # a build that touches key 1 tests key 1: it fails, though its compaction (due: the layer
+    # holds more than a fifth of the base) replaced its layer, which its tests read the keys of
     land(dbt, tmp_path, "c.jsonl", [message(13, "u", 1, after={"id": 1, "v": "c"})])
+
+    def bases() -> int:
+        return spark.sql(
+            f"select count(*) from {s}.changelake_ledger__int_history_versions where kind = 'base'"
+        ).first()[0]
+
+    bases_before = bases()
     code, result = run_dbt(["build", *pg_and_downstream])
+    assert bases() > bases_before
     assert code == 1
     failed = {r.node.name for r in result.result.results if r.status == "fail"}
     assert any(name.startswith("at_most_one_current_version_cdc_history") for name in failed)
+    # a full refresh (the forged rows gone with the table) tests every row, not narrowed
+    code, result = run_dbt(["build", "--full-refresh", *pg_and_downstream])
+    assert code == 0, result.exception
+    assert history_test_sql(result)
+    assert not any(narrowed in sql for sql in history_test_sql(result))

@@ -153,8 +153,8 @@ def _land_items(root: Path, name: str, first_lsn: int) -> None:
 def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spark, tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made
-    due at once), then while compaction writes the history's base layer (the store's second
-    layer makes it due), then while the run's start merges table segments (made due at once),
+    due at once), then while compaction writes the history's base layer (made due at one layer
+    after the base), then while the run's start merges table segments (made due at once),
     then, its base committed, while the partitions no reader sees any more are dropped (by the
     compaction, and at the run's end once the views name the new base).
     Two more landings follow, the second built with a compaction due that merges the first base
@@ -201,8 +201,9 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
     compact_at_once = ["--vars", "{changelake_ledger_max_tail: 1}"]
     _build(killed, written(warehouse, "segment=compacted-"), *compact_at_once)
     base_layer_written = written(store, "-base")
-    # killed while compaction writes the base layer
-    _build(killed, kill_when=base_layer_written)
+    # killed while compaction writes the base layer (due at one layer since the newest base)
+    compact_every_layer = ["--vars", "{changelake_history_max_layers: 1}"]
+    _build(killed, base_layer_written, *compact_every_layer)
 
     def merge_written() -> bool:
         # a data file of a merged segment (in the committer's temporary folder or published)
@@ -220,12 +221,12 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
 
     # the rerun's compaction commits its base, then the partitions no reader sees any more
     # (every one there now: the killed run's base layer, dropped by the compaction, and the
-    # first layer, dropped at the run's end once the views name the new base) are dropped:
-    # killed while they are, after the first is gone
+    # layer and the base it merged, dropped at the run's end once the views name the new base)
+    # are dropped: killed while they are, after the first is gone
     partitions = sorted(store.glob("batch_id=*/part=*"))
     bases_before = set(store.glob("batch_id=*-base"))
     assert partitions
-    _build(killed, lambda: not all(path.exists() for path in partitions))
+    _build(killed, lambda: not all(path.exists() for path in partitions), *compact_every_layer)
     left = [path for path in partitions if path.exists()]
     assert left, "every partition was dropped before the kill: it did not land mid-drop"
     (first_base,) = {path.name for path in set(store.glob("batch_id=*-base")) - bases_before}
