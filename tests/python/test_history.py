@@ -308,8 +308,9 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     run (two delta layers make it due): each new base takes in the older bases with few
     versions (retired in the ledger, their partitions dropped), so fewer bases stay live than
     were committed; late changes re-fold keys whose closed versions sit in merged bases and in
-    a base that stays, and a truncate closes every key. Then `dbt test` passes on every row, and a full refresh gives the same history. (Runs,
-    not builds: the builds' scoped tests are covered elsewhere, and this keeps the test short.)"""
+    a base that stays, and a truncate closes every key. Then `dbt test` passes on every row,
+    and a full refresh gives the same history. (Runs, not builds: the builds' scoped tests are
+    covered elsewhere, and this keeps the test short.)"""
     s = dbt.schema
     every_second = "{changelake_history_max_layers: 2, changelake_history_max_share: 1000}"
 
