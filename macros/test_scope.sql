@@ -74,8 +74,7 @@
     {%- if stores is none -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set committed = _changelake_stores_committed_now(stores) -%}
-    {%- if not committed -%}
+    {%- if not _changelake_stores_committed_now(stores) -%}
         {{ return('false') }}
     {%- endif -%}
     {%- if _changelake_stores_hold_only_now(stores) -%}
@@ -148,8 +147,9 @@
 
 {# purpose: the stores among `stores` that committed a batch in this invocation #}
 {% macro _changelake_stores_committed_now(stores) %}
+    {%- set facts = _changelake_store_facts_now(stores) -%}
     {%- set committed = [] -%}
-    {%- for store in stores if _changelake_store_facts_now(stores)[store].committed -%}
+    {%- for store in stores if facts[store].committed -%}
         {%- do committed.append(store) -%}
     {%- endfor -%}
     {{ return(committed) }}
