@@ -74,10 +74,11 @@
     {%- if stores is none -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- if not _changelake_stores_committed_now(stores) -%}
+    {%- set now = _changelake_stores_now(stores) -%}
+    {%- if not now.committed -%}
         {{ return('false') }}
     {%- endif -%}
-    {%- if _changelake_stores_hold_only_now(stores) -%}
+    {%- if now.only_now -%}
         {#- a first build: every row is this run's, narrowing would only add a join -#}
         {{ return('true') }}
     {%- endif -%}
@@ -145,44 +146,23 @@
     {{ return(stores | unique | sort) }}
 {% endmacro %}
 
-{# purpose: the stores among `stores` that committed a batch in this invocation #}
-{% macro _changelake_stores_committed_now(stores) %}
-    {%- set facts = _changelake_store_facts_now(stores) -%}
-    {%- set committed = [] -%}
-    {%- for store in stores if facts[store].committed -%}
-        {%- do committed.append(store) -%}
-    {%- endfor -%}
-    {{ return(committed) }}
-{% endmacro %}
-
 {#
-    purpose: whether every row the stores `stores` hold was committed by this invocation (a
-    first build): no batch, segment or base of another invocation is in their ledgers
+    purpose: what the ledgers of `stores` say of this invocation: `committed` (it committed a
+    batch to one of them at least) and `only_now` (no batch, segment or base of another
+    invocation is in any of them: a first build). Asked only by tests, which run after every
+    model they read has finished, so the answers are final: they are remembered per store for
+    the invocation (in the graph dict dbt shares between its nodes).
 #}
-{% macro _changelake_stores_hold_only_now(stores) %}
-    {%- set facts = _changelake_store_facts_now(stores) -%}
-    {%- for store in stores if not facts[store].only_now -%}
-        {{ return(false) }}
-    {%- endfor -%}
-    {{ return(true) }}
-{% endmacro %}
-
-{#
-    purpose: per store of `stores`, from its ledger: `committed` (this invocation committed a
-    batch) and `only_now` (nothing another invocation committed is live). Asked only by tests,
-    which run after every model they read has finished, so the answers are final: they are
-    remembered for the invocation (in the graph dict dbt shares between its nodes).
-#}
-{% macro _changelake_store_facts_now(stores) %}
+{% macro _changelake_stores_now(stores) %}
     {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
     {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
     {%- if unknown -%}
-        {%- set now = _changelake_literal(invocation_id) -%}
+        {%- set this_run = _changelake_literal(invocation_id) -%}
         {%- set selects = [] -%}
         {%- for store in unknown -%}
             {%- do selects.append("select " ~ _changelake_literal(store) ~ " as store, "
-                ~ "count_if(batch_id = " ~ now ~ ") > 0 as committed, "
-                ~ "count_if(batch_id != " ~ now ~ " and kind in ('batch', 'segment', 'base')) = 0 as only_now "
+                ~ "count_if(batch_id = " ~ this_run ~ ") > 0 as committed, "
+                ~ "count_if(batch_id != " ~ this_run ~ " and kind in ('batch', 'segment', 'base')) = 0 as only_now "
                 ~ "from " ~ changelake_ledger(store)) -%}
         {%- endfor -%}
         {%- set answers = memo.setdefault(invocation_id, {}) -%}
@@ -190,7 +170,13 @@
             {%- do answers.update({row[0]: {'committed': row[1], 'only_now': row[2]}}) -%}
         {%- endfor -%}
     {%- endif -%}
-    {{ return(memo[invocation_id]) }}
+    {%- set facts = memo[invocation_id] -%}
+    {%- set now = namespace(committed=false, only_now=true) -%}
+    {%- for store in stores -%}
+        {%- set now.committed = now.committed or facts[store].committed -%}
+        {%- set now.only_now = now.only_now and facts[store].only_now -%}
+    {%- endfor -%}
+    {{ return({'committed': now.committed, 'only_now': now.only_now}) }}
 {% endmacro %}
 
 {#
