@@ -13,6 +13,7 @@ register_udfs(spark)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,8 +54,7 @@ def decode_unchecked(
 ) -> list[dict[str, Any]]:
     """:func:`decode` without the final check of every field's type against the layout: the
     Spark UDF leaves that check to Arrow's conversion and runs it only when that fails."""
-    name, options = parse_format(str(envelope_format))
-    decoder = _DECODERS.get(name)
+    name, decoder, options = _resolved(str(envelope_format))
     if decoder is None:
         return [
             error_record(
@@ -66,6 +66,14 @@ def decode_unchecked(
     if problem:
         return [error_record(name, problem)]
     return decoder(key, value, list(headers) if headers else None, options)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(envelope_format: str) -> tuple[str, Decoder | None, dict[str, str]]:
+    """The format's name, its decoder (None if unknown) and options, worked out once per text
+    (a feed sends one format text with every record). The options are read, never changed."""
+    name, options = parse_format(envelope_format)
+    return name, _DECODERS.get(name), options
 
 
 def _headers_problem(headers: Any) -> str | None:

@@ -136,6 +136,53 @@ def _field_list(schema: Any) -> list[dict[str, Any]]:
     return fields
 
 
+def _connect_decimal(value: Any, params: Any) -> str:
+    if isinstance(value, str):
+        return values.decimal_text(_decimal_from_bytes(value, int(params.get("scale", 0))))
+    return values.decimal_text(Decimal(str(value)))  # decimal.handling.mode=double/string
+
+
+def _variable_scale_decimal(value: Any, params: Any) -> str:
+    if isinstance(value, dict):
+        return values.decimal_text(_decimal_from_bytes(value["value"], int(value["scale"])))
+    return values.decimal_text(Decimal(str(value)))
+
+
+_EPOCH_DATE = dt.date(1970, 1, 1)
+
+
+def _date(value: Any, params: Any) -> str:
+    return (_EPOCH_DATE + dt.timedelta(days=int(value))).isoformat()
+
+
+def _time(nanos_per_unit: int) -> Callable[[Any, Any], str]:
+    return lambda value, params: values.time_text(int(value) * nanos_per_unit)
+
+
+def _timestamp_of(nanos_per_unit: int, zone: str | None) -> Callable[[Any, Any], str]:
+    return lambda value, params: values.timestamp_text(int(value) * nanos_per_unit, zone=zone)
+
+
+# Connect schema names whose values are rewritten, each by (value, the schema's parameters);
+# a field of any other name whose type is one of _AS_SENT_KINDS keeps its value as sent (JSON
+# text, UUIDs, enums, numbers, ...)
+_NAMED: dict[str, Callable[[Any, Any], Any]] = {
+    "org.apache.kafka.connect.data.Decimal": _connect_decimal,
+    "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
+    "io.debezium.time.Date": _date,
+    "org.apache.kafka.connect.data.Date": _date,
+    "io.debezium.time.Time": _time(1_000_000),
+    "org.apache.kafka.connect.data.Time": _time(1_000_000),
+    "io.debezium.time.MicroTime": _time(1_000),
+    "io.debezium.time.NanoTime": _time(1),
+    "io.debezium.time.Timestamp": _timestamp_of(1_000_000, None),
+    "io.debezium.time.MicroTimestamp": _timestamp_of(1_000, None),
+    "io.debezium.time.NanoTimestamp": _timestamp_of(1, None),
+    "org.apache.kafka.connect.data.Timestamp": _timestamp_of(1_000_000, "Z"),
+}
+_AS_SENT_KINDS = {"string", "boolean", "float", "float32", "float64", "double"}
+
+
 def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     """Convert one payload value to the canonical image encoding (see ``layout``)."""
     if value is None or not isinstance(schema, dict):
@@ -144,33 +191,11 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
         return value
     name = schema.get("name") or ""
     kind = str(schema.get("type") or "").lower()
-    params = schema.get("parameters") or {}
     if kind in _INTEGER_TYPES and isinstance(value, str):
         return int(value)  # integer sent as text (the nested-schema spelling does this)
-    if name == "org.apache.kafka.connect.data.Decimal":
-        if isinstance(value, str):
-            return values.decimal_text(_decimal_from_bytes(value, int(params.get("scale", 0))))
-        return values.decimal_text(Decimal(str(value)))  # decimal.handling.mode=double/string
-    if name == "io.debezium.data.VariableScaleDecimal":
-        if isinstance(value, dict):
-            return values.decimal_text(_decimal_from_bytes(value["value"], int(value["scale"])))
-        return values.decimal_text(Decimal(str(value)))
-    if name in ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date"):
-        return (dt.date(1970, 1, 1) + dt.timedelta(days=int(value))).isoformat()
-    if name in ("io.debezium.time.Time", "org.apache.kafka.connect.data.Time"):
-        return values.time_text(int(value) * 1_000_000)
-    if name == "io.debezium.time.MicroTime":
-        return values.time_text(int(value) * 1_000)
-    if name == "io.debezium.time.NanoTime":
-        return values.time_text(int(value))
-    if name == "io.debezium.time.Timestamp":
-        return values.timestamp_text(int(value) * 1_000_000, zone=None)
-    if name == "io.debezium.time.MicroTimestamp":
-        return values.timestamp_text(int(value) * 1_000, zone=None)
-    if name == "io.debezium.time.NanoTimestamp":
-        return values.timestamp_text(int(value), zone=None)
-    if name == "org.apache.kafka.connect.data.Timestamp":
-        return values.timestamp_text(int(value) * 1_000_000, zone="Z")
+    named = _NAMED.get(name) if isinstance(name, str) else None
+    if named is not None:
+        return named(value, schema.get("parameters") or {})
     if kind == "struct" and isinstance(value, dict):
         fields = _fields(schema)
         return {k: _convert(v, fields.get(k)) for k, v in value.items()}
@@ -181,38 +206,35 @@ def _convert(value: Any, schema: dict[str, Any] | None) -> Any:
     return value
 
 
-# Connect schema names whose values `_convert` rewrites; a field of any other name whose type
-# is one of _AS_SENT_KINDS keeps its value as sent (JSON text, UUIDs, enums, numbers, ...)
-_CONVERTED_NAMES = {
-    "org.apache.kafka.connect.data.Decimal",
-    "io.debezium.data.VariableScaleDecimal",
-    "io.debezium.time.Date",
-    "org.apache.kafka.connect.data.Date",
-    "io.debezium.time.Time",
-    "org.apache.kafka.connect.data.Time",
-    "io.debezium.time.MicroTime",
-    "io.debezium.time.NanoTime",
-    "io.debezium.time.Timestamp",
-    "io.debezium.time.MicroTimestamp",
-    "io.debezium.time.NanoTimestamp",
-    "org.apache.kafka.connect.data.Timestamp",
-}
-_AS_SENT_KINDS = {"string", "boolean", "float", "float32", "float64", "double"}
-
-
 def _converter(schema: Any) -> Callable[[Any], Any] | None:
     """How one column's values are converted, worked out once per schema: None where every
-    value is kept as sent (most columns), else `_convert` bound to the column's schema."""
+    value is kept as sent (most columns); for a named type, its conversion with the schema's
+    parameters bound; else `_convert` bound to the column's schema. Each gives what `_convert`
+    gives for the column."""
     if not isinstance(schema, dict):
         return None
     name = schema.get("name")
     name = name if isinstance(name, str) else ""  # `_convert` matches text names only
     kind = str(schema.get("type") or "").lower()
-    if name not in _CONVERTED_NAMES and kind in _AS_SENT_KINDS:
+    named = _NAMED.get(name)
+    if named is None and kind in _AS_SENT_KINDS:
         return None
-    if name not in _CONVERTED_NAMES and kind in _INTEGER_TYPES:
+    if named is None and kind in _INTEGER_TYPES:
         return _integer
-    return functools.partial(_convert, schema=schema)
+    if named is None:
+        return functools.partial(_convert, schema=schema)
+    params = schema.get("parameters") or {}
+    integer = kind in _INTEGER_TYPES
+
+    def convert(value: Any) -> Any:
+        if type(value) is str:
+            if value == UNAVAILABLE:
+                return value
+            if integer:
+                return int(value)
+        return named(value, params)
+
+    return convert
 
 
 def _integer(value: Any) -> Any:
@@ -311,22 +333,39 @@ def _envelope(schema_text: str) -> Envelope:
     return Envelope(schema)
 
 
+# The schema text last cut from a key and from a value, with its envelope: a topic's messages
+# come in runs with the same schema, and a prefix comparison costs less than cutting and
+# hashing the text again
+_RECENT: dict[str, tuple[str, Envelope]] = {}
+
+
 def split(text: str, where: str) -> tuple[Any, Envelope]:
     """Parse a ``{"schema": ..., "payload": ...}`` message into (payload, envelope).
 
     For the JSON converter's compact layout the schema text is cut out and looked up in a
     cache, and only the payload is parsed. The cut is taken only when both halves parse as
     complete JSON, which a cut at any other ``,"payload":`` cannot give (it would leave an
-    object open); anything else is parsed whole.
+    object open); anything else is parsed whole. A message that starts with the schema text
+    of the previous message cut at ``where``, followed by ``,"payload":``, is cut there: the
+    same cut, as that text holds no ``,"payload":`` and is an object or ``null``, which no
+    proper prefix of ``,"payload":`` ends (so none starts inside it).
     """
     if text.startswith(_HEAD) and text.endswith("}") and len(text) <= values.MAX_MESSAGE_BYTES:
+        recent = _RECENT.get(where)
+        if recent is not None:
+            schema_text, envelope = recent
+            cut = len(_HEAD) + len(schema_text)
+            if text.startswith(_JOIN, cut) and text.startswith(schema_text, len(_HEAD)):
+                return values.parse_json(text[cut + len(_JOIN) : -1], f"{where}.payload"), envelope
         cut = text.find(_JOIN)
         if cut > 0:
+            schema_text = text[len(_HEAD) : cut]
             try:
-                envelope = _envelope(text[len(_HEAD) : cut])
+                envelope = _envelope(schema_text)
             except orjson.JSONDecodeError:
                 pass
             else:
+                _RECENT[where] = (schema_text, envelope)
                 return values.parse_json(text[cut + len(_JOIN) : -1], f"{where}.payload"), envelope
     doc = values.parse_json(text, where)
     if isinstance(doc, dict) and "payload" in doc and "schema" in doc:
