@@ -8,10 +8,12 @@ chosen), on data from :mod:`python_udfs.generator`:
 1. **Decode** of the Debezium PostgreSQL feed (``--events`` records, schema blocks included):
    the floor (read the landed lines, write them to Spark's ``noop`` sink), the best native
    path (``from_json`` with an explicit schema plus SQL expressions for the same conversions:
-   base64 decimals, micro timestamps, epoch dates, TOAST markers, key JSON, position) and the
-   ChangeLake UDF; medians of ``--rounds``. The same native path and UDF over the same
+   base64 decimals, micro timestamps, epoch dates, TOAST markers, key JSON, position), the
+   transfer (the records to the Python workers and results of the decode's size back, no
+   decoding) and the ChangeLake UDF; medians of ``--rounds``. The same over the same
    records without schema blocks (``schemas.enable=false``: key and value their ``payload``
-   alone, values as sent). Then the UDF per feed (all six formats).
+   alone, values as sent). Where the UDF's Python time goes, per record, in this process.
+   Then the UDF per feed (all six formats).
 2. **End to end**: every model (``dbt build`` without the accounting test) from scratch over
    all six feeds, events/s and seconds per layer; the accounting test timed on its own.
 3. **Incremental**: the generator's last batch (1% of the changes, late files included) is
@@ -242,17 +244,56 @@ def _noop(frame: Any) -> None:
     frame.write.format("noop").mode("overwrite").save()
 
 
+def _first_decoded_repeated(
+    envelope_format: Any, key: Any, value: Any, headers: Any, arrow_type: Any
+) -> Any:
+    """The transfer's stand-in for the decode UDF: the batch's first record decoded, and
+    that one result repeated for every record (a copy in Arrow's C++). What it costs over
+    the floor is moving the records to the Python worker and results of the decode's size
+    back, without decoding them."""
+    import pyarrow as pa
+
+    from python_udfs.spark_udfs import decode_batch
+
+    columns = (envelope_format, key, value, headers)
+    first = decode_batch(*(a.slice(0, 1) for a in columns), arrow_type)
+    return first.take(pa.array([0] * len(value), type=pa.int32()))
+
+
+def _register_transfer_udf(spark: Any) -> None:
+    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import _parse_datatype_string
+
+    from python_udfs.layout import SPARK_SCHEMA
+
+    spark_type = _parse_datatype_string(SPARK_SCHEMA)
+    arrow_type = to_arrow_type(
+        spark_type, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    )
+
+    def changelake_bench_transfer(envelope_format: Any, key: Any, value: Any, headers: Any) -> Any:
+        return _first_decoded_repeated(envelope_format, key, value, headers, arrow_type)
+
+    spark.udf.register(
+        "changelake_bench_transfer", arrow_udf(changelake_bench_transfer, spark_type)
+    )
+
+
 def decode_bench(
     spark: Any, files: list[str], rounds: int, schemas: bool = True
 ) -> dict[str, float]:
-    """Seconds (medians) of floor, native from_json and the UDF over the PostgreSQL feed."""
+    """Seconds (medians) of floor, native from_json, the transfer to Python and back without
+    decoding, and the UDF over the PostgreSQL feed."""
     lines = spark.read.text(files)
     view = "bench_pg_lines" if schemas else "bench_pg_schemaless_lines"
     lines.createOrReplaceTempView(view)
     native = spark.sql(native_debezium_sql(view, schemas))
-    udf = spark.sql(
-        f"select changelake_decode('debezium', r.key, r.payload, r.headers) as changes "
-        f"from (select from_json(value, '{KCAT_SCHEMA}') as r from {view})"
+    _register_transfer_udf(spark)
+    records = f"from (select from_json(value, '{KCAT_SCHEMA}') as r from {view})"
+    udf, transfer = (
+        spark.sql(f"select {name}('debezium', r.key, r.payload, r.headers) as changes {records}")
+        for name in ("changelake_decode", "changelake_bench_transfer")
     )
     _noop(lines)  # warm the file listing and the Python workers once
     _noop(udf.limit(1000))
@@ -260,8 +301,82 @@ def decode_bench(
         "records": lines.count(),
         "floor": median_seconds(lambda: _noop(lines), rounds),
         "native": median_seconds(lambda: _noop(native), rounds),
+        "transfer": median_seconds(lambda: _noop(transfer), rounds),
         "udf": median_seconds(lambda: _noop(udf), rounds),
     }
+
+
+def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]:
+    """Where the decode UDF's Python time goes, in microseconds a record, over the first
+    ``sample`` records of ``files`` in this process (one core, no Spark): the records from
+    Arrow to Python values, the key's and value's JSON parsed (schema blocks cut out and
+    looked up, as the decoder does), the rest of decoding (conversions, images written as
+    JSON, the layout's records), and the results built as one Arrow array. Best of 3."""
+    import orjson
+    import pyarrow as pa
+
+    from python_udfs import debezium, decode_unchecked
+    from python_udfs.spark_udfs import _pairs, decode_batch
+
+    rows: list[tuple[Any, Any, Any]] = []
+    for path in files:
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                record = orjson.loads(line)
+                rows.append((record.get("key"), record.get("payload"), record.get("headers")))
+                if len(rows) == sample:
+                    break
+        if len(rows) == sample:
+            break
+    keys, values, headers = (list(column) for column in zip(*rows, strict=True))
+    arrays = (
+        pa.array(["debezium"] * len(rows)),
+        pa.array(keys, pa.string()),
+        pa.array(values, pa.string()),
+        pa.array(headers, pa.list_(pa.string())),
+    )
+    arrow_type = _arrow_type()
+
+    def best(action: Callable[[], Any]) -> float:
+        return min(timed(action) for _ in range(3)) * 1e6 / len(rows)
+
+    def parse() -> None:
+        for key, value in zip(keys, values, strict=True):
+            if key is not None:
+                debezium.split(key, "key")
+            if value is not None:
+                debezium.split(value, "value")
+
+    decoded = [decode_unchecked("debezium", k, v, _pairs(h)) for k, v, h in rows]
+    to_python = best(lambda: [a.to_pylist() for a in arrays])
+    parsing = best(parse)
+    decoding = best(lambda: [decode_unchecked("debezium", k, v, _pairs(h)) for k, v, h in rows])
+    return {
+        "records": len(rows),
+        "to_python": to_python,
+        "parse": parsing,
+        "convert": decoding - parsing,
+        "to_arrow": best(lambda: pa.array(decoded, type=arrow_type)),
+        "whole": best(lambda: decode_batch(*arrays, arrow_type)),
+    }
+
+
+def _arrow_type() -> Any:
+    """The decode UDF's Arrow return type, built without a SparkSession."""
+    import pyarrow as pa
+
+    from python_udfs.layout import FIELDS
+
+    types = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "boolean": pa.bool_(),
+        "binary": pa.binary(),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+        "array<string>": pa.list_(pa.string()),
+        "map<string,string>": pa.map_(pa.string(), pa.string()),
+    }
+    return pa.list_(pa.struct([(name, types[kind]) for name, kind, _ in FIELDS]))
 
 
 def per_format_bench(spark: Any, data: Path, rounds: int) -> list[dict[str, Any]]:
@@ -706,13 +821,16 @@ def render(results: dict[str, Any]) -> str:
     for timings, name, label in (
         (d, "floor", "floor: read + write, no decoding"),
         (d, "native", "native `from_json` + SQL conversions"),
+        (d, "transfer", "transfer: to the Python worker and back, no decoding"),
         (d, "udf", "ChangeLake UDF (Arrow batches, orjson, schema cache)"),
         (bare, "native", "schemaless: native `from_json`, values as sent"),
+        (bare, "transfer", "schemaless: transfer, no decoding"),
         (bare, "udf", "schemaless: ChangeLake UDF"),
     ):
         seconds = timings[name]
         ratio = seconds / timings["native"]
         lines.append(f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {ratio:.2f} |")
+    lines += render_python_breakdown(d["python"], bare["python"])
     lines += ["", "**Decode per feed** (UDF, every generated record of the feed):", ""]
     lines += ["| feed | format | records | seconds | records/s |", "|---|---|---:|---:|---:|"]
     for f in results["per_format"]:
@@ -770,6 +888,29 @@ def render(results: dict[str, Any]) -> str:
     if results.get("age"):
         lines += render_age(results["age"], results["pipeline"][-1])
     return "\n".join(lines) + "\n"
+
+
+def render_python_breakdown(schemas: dict[str, float], bare: dict[str, float]) -> list[str]:
+    """Where the UDF's Python time goes, per record, with and without schema blocks."""
+    lines = [
+        "",
+        "Where the UDF's Python time goes: microseconds a record on one core (this process, "
+        f"no Spark; the first {schemas['records']:,} records, best of 3). The transfer row "
+        "above is the rest: the records moved to the Python workers and the results back, "
+        "with Spark's conversions at both ends.",
+        "",
+        "| step | with schemas | schemaless |",
+        "|---|---:|---:|",
+    ]
+    for name, label in (
+        ("to_python", "Arrow columns to Python values"),
+        ("parse", "key and value JSON parsed (schema blocks cut out and looked up)"),
+        ("convert", "the rest of decoding: conversions, images as JSON, layout records"),
+        ("to_arrow", "the results built as one Arrow array"),
+        ("whole", "the whole batch, as the UDF runs it"),
+    ):
+        lines.append(f"| {label} | {schemas[name]:.2f} | {bare[name]:.2f} |")
+    return lines
 
 
 def _verdict(value: float, goal: float, at_most: bool = True) -> str:
@@ -990,10 +1131,11 @@ def run(
         f"bench: decode floor {decode['floor']:.1f} s, native {decode['native']:.1f} s, "
         f"UDF {decode['udf']:.1f} s ({decode['udf'] / decode['native']:.2f}x native)"
     )
+    decode["python"] = python_breakdown(pg_files)
     runtime.log("bench: decoding the same records without schema blocks")
-    schemaless = decode_bench(
-        spark, schemaless_lines(spark, pg_files, work / "decode-pg-schemaless"), rounds, False
-    )
+    schemaless_files = schemaless_lines(spark, pg_files, work / "decode-pg-schemaless")
+    schemaless = decode_bench(spark, schemaless_files, rounds, False)
+    schemaless["python"] = python_breakdown(schemaless_files)
     runtime.log(
         f"bench: schemaless: native {schemaless['native']:.1f} s, UDF {schemaless['udf']:.1f} s "
         f"({schemaless['udf'] / schemaless['native']:.2f}x native)"

@@ -93,16 +93,17 @@ FIELD_NAMES: tuple[str, ...] = tuple(name for name, _, _ in FIELDS)
 SPARK_SCHEMA: str = "array<struct<" + ", ".join(f"{n}: {t}" for n, t, _ in FIELDS) + ">>"
 
 
-_FIELD_SET = frozenset(FIELD_NAMES)
+_EMPTY_RECORD: dict[str, Any] = dict.fromkeys(FIELD_NAMES)
 
 
 def record(**values: Any) -> dict[str, Any]:
-    """Return a layout record: every field present, unknown names rejected."""
-    unknown = values.keys() - _FIELD_SET
-    if unknown:
-        raise KeyError(f"not in the common layout: {sorted(unknown)}")
-    out = dict.fromkeys(FIELD_NAMES)
+    """Return a layout record: every field present, unknown names rejected (a name not in
+    the layout makes the record longer than the layout)."""
+    out = _EMPTY_RECORD.copy()
     out.update(values)
+    if len(out) != len(_EMPTY_RECORD):
+        unknown = sorted(out.keys() - _EMPTY_RECORD.keys())
+        raise KeyError(f"not in the common layout: {unknown}")
     return out
 
 

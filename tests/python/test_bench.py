@@ -28,7 +28,10 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     )
     decode = results["decode"]
     assert decode["records"] > 3_000  # row changes plus markers, heartbeats, tombstones
-    assert all(decode[k] > 0 for k in ("floor", "native", "udf"))
+    assert all(decode[k] > 0 for k in ("floor", "native", "transfer", "udf"))
+    for python in (decode["python"], results["decode_schemaless"]["python"]):
+        assert python["records"] > 3_000
+        assert all(python[k] > 0 for k in ("to_python", "parse", "to_arrow", "whole"))
     assert [p["events"] for p in results["pipeline"]] == [3_000]
     assert all(p["matched"] for p in results["pipeline"])
     assert {f["feed"] for f in results["per_format"]} == set(FEEDS)
@@ -46,6 +49,8 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "old" not in text
     assert text.endswith(f"{bench.README_END}\n\nafter\n")
     assert "| ChangeLake UDF" in text
+    assert "| transfer: to the Python worker and back, no decoding |" in text
+    assert "| the whole batch, as the UDF runs it |" in text
     assert "changes/s (full)" in text
     assert "| layer | full refresh s | +1% incremental s |" in text
     assert "| data tests |" in text
