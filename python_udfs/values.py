@@ -126,8 +126,10 @@ def time_text(nanos_of_day: int) -> str:
 def timestamp_text(nanos_since_epoch: int, zone: str | None) -> str:
     """ISO-8601 timestamp from nanoseconds since the epoch; ``zone`` 'Z' or None (no zone)."""
     seconds, nanos = divmod(nanos_since_epoch, 1_000_000_000)
+    # whole seconds: isoformat writes no fraction, and four digits of year (strftime's %Y
+    # writes 999 for the year 999)
     moment = _EPOCH + dt.timedelta(seconds=seconds)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + _fraction(nanos) + (zone or "")
+    return moment.isoformat() + _fraction(nanos) + (zone or "")
 
 
 # digits a number sent as text may have (a 64-bit value has 20); longer is not a position

@@ -284,3 +284,38 @@ def test_a_key_payload_without_schema_is_the_converter_envelope(key, key_json):
 def test_a_value_payload_without_schema_is_the_converter_envelope():
     (record,) = decode("debezium", None, '{"payload": ' + _VALUE + "}")
     assert (record["op"], record["after_json"]) == ("c", '{"id":5,"payload":"x"}')
+
+
+def test_times_before_the_year_1000_keep_four_digits_of_year():
+    """Every temporal logical type renders ISO-8601 with four year digits, as dates do."""
+    moment = dt.datetime(999, 1, 2, 3, 4, 5, 600000)
+    millis = (moment - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+    types = {
+        "t_ms": ("int64", "io.debezium.time.Timestamp", millis),
+        "t_us": ("int64", "io.debezium.time.MicroTimestamp", millis * 1000),
+        "t_ns": ("int64", "io.debezium.time.NanoTimestamp", millis * 1_000_000 + 7),
+        "t_z": ("int64", "org.apache.kafka.connect.data.Timestamp", millis),
+        "d": ("int32", "io.debezium.time.Date", millis // 86_400_000),
+    }
+    fields = [{"field": c, "type": t, "name": n} for c, (t, n, _) in types.items()]
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"field": "after", "type": "struct", "optional": True, "fields": fields},
+            {"field": "op", "type": "string"},
+        ],
+    }
+    payload = {
+        "after": {c: v for c, (_, _, v) in types.items()},
+        "op": "c",
+        "source": {"connector": "postgresql", "lsn": 1, "ts_ms": 0},
+    }
+    [got] = decode("debezium", None, json.dumps({"schema": schema, "payload": payload}))
+    assert got["decode_error"] is None
+    assert json.loads(got["after_json"]) == {
+        "t_ms": "0999-01-02T03:04:05.600000",
+        "t_us": "0999-01-02T03:04:05.600000",
+        "t_ns": "0999-01-02T03:04:05.600000007",
+        "t_z": "0999-01-02T03:04:05.600000Z",
+        "d": "0999-01-02",
+    }
