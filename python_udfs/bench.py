@@ -55,6 +55,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from python_udfs import generator, runtime
 from python_udfs.generator.world import ADDED_COLUMN, TABLES
 
@@ -252,8 +254,6 @@ def _first_decoded_repeated(
     that one result repeated for every record (a copy in Arrow's C++). What it costs over
     the floor is moving the records to the Python worker and results of the decode's size
     back, without decoding them."""
-    import pyarrow as pa
-
     from python_udfs.spark_udfs import decode_batch
 
     columns = (envelope_format, key, value, headers)
@@ -273,7 +273,9 @@ def _register_transfer_udf(spark: Any) -> None:
         spark_type, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC"
     )
 
-    def changelake_bench_transfer(envelope_format: Any, key: Any, value: Any, headers: Any) -> Any:
+    def changelake_bench_transfer(
+        envelope_format: pa.Array, key: pa.Array, value: pa.Array, headers: pa.Array
+    ) -> pa.Array:
         return _first_decoded_repeated(envelope_format, key, value, headers, arrow_type)
 
     spark.udf.register(
@@ -314,7 +316,6 @@ def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]
     looked up, as the decoder does), the rest of decoding (conversions, images written as
     JSON, the layout's records), and the results built as one Arrow array. Best of 3."""
     import orjson
-    import pyarrow as pa
 
     from python_udfs import debezium, decode_unchecked
     from python_udfs.spark_udfs import _pairs, decode_batch
@@ -367,8 +368,6 @@ def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]
 
 def _arrow_type() -> Any:
     """The decode UDF's Arrow return type, built without a SparkSession."""
-    import pyarrow as pa
-
     from python_udfs.layout import FIELDS
 
     types = {

@@ -44,10 +44,10 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     table = bench.render(results)
     print(table)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{bench.README_START}\nold\n{bench.README_END}\n\nafter\n")
+    readme.write_text(f"# x\n\n{bench.README_START}\nreplaced table\n{bench.README_END}\n\nafter\n")
     bench.write_readme(readme, table)
     text = readme.read_text()
-    assert "old" not in text
+    assert "replaced table" not in text
     assert text.endswith(f"{bench.README_END}\n\nafter\n")
     assert "| ChangeLake UDF" in text
     assert "| transfer: to the Python worker and back, no decoding |" in text
