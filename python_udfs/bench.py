@@ -263,15 +263,10 @@ def _first_decoded_repeated(
 
 def _register_transfer_udf(spark: Any) -> None:
     from pyspark.sql.functions import arrow_udf
-    from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import _parse_datatype_string
 
-    from python_udfs.layout import SPARK_SCHEMA
+    from python_udfs.spark_udfs import decode_types
 
-    spark_type = _parse_datatype_string(SPARK_SCHEMA)
-    arrow_type = to_arrow_type(
-        spark_type, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    )
+    spark_type, arrow_type = decode_types(spark)
 
     def changelake_bench_transfer(
         envelope_format: pa.Array, key: pa.Array, value: pa.Array, headers: pa.Array
@@ -309,12 +304,13 @@ def decode_bench(
     }
 
 
-def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]:
+def python_breakdown(files: list[str], arrow_type: Any, sample: int = 20_000) -> dict[str, float]:
     """Where the decode UDF's Python time goes, in microseconds a record, over the first
-    ``sample`` records of ``files`` in this process (one core, no Spark): the records from
-    Arrow to Python values, the key's and value's JSON parsed (schema blocks cut out and
-    looked up, as the decoder does), the rest of decoding (conversions, images written as
-    JSON, the layout's records), and the results built as one Arrow array. Best of 3."""
+    ``sample`` records of ``files`` in this process (one core, no Spark job; ``arrow_type``
+    is the UDF's result type): the records from Arrow to Python values, the key's and
+    value's JSON parsed (schema blocks cut out and looked up, as the decoder does), the rest
+    of decoding (conversions, images written as JSON, the layout's records), and the results
+    built as one Arrow array. Best of 3."""
     import orjson
 
     from python_udfs import debezium, decode_unchecked
@@ -338,7 +334,6 @@ def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]
         pa.array(values, pa.string()),
         pa.array(headers, pa.list_(pa.string())),
     )
-    arrow_type = _arrow_type()
 
     def best(action: Callable[[], Any]) -> float:
         return min(timed(action) for _ in range(3)) * 1e6 / len(rows)
@@ -364,22 +359,6 @@ def python_breakdown(files: list[str], sample: int = 20_000) -> dict[str, float]
         "to_arrow": best(lambda: pa.array(decoded, type=arrow_type)),
         "whole": best(lambda: decode_batch(*arrays, arrow_type)),
     }
-
-
-def _arrow_type() -> Any:
-    """The decode UDF's Arrow return type, built without a SparkSession."""
-    from python_udfs.layout import FIELDS
-
-    types = {
-        "string": pa.string(),
-        "int": pa.int32(),
-        "boolean": pa.bool_(),
-        "binary": pa.binary(),
-        "timestamp": pa.timestamp("us", tz="UTC"),
-        "array<string>": pa.list_(pa.string()),
-        "map<string,string>": pa.map_(pa.string(), pa.string()),
-    }
-    return pa.list_(pa.struct([(name, types[kind]) for name, kind, _ in FIELDS]))
 
 
 def per_format_bench(spark: Any, data: Path, rounds: int) -> list[dict[str, Any]]:
@@ -1148,17 +1127,19 @@ def run(
     generate(pg, events=events, keys=max(50, events // 20), batches=1, feeds=["pg_inventory"])
     pg_files = sorted(str(p) for p in pg.glob("batch-*/pg_inventory/pg_server.public.*"))
     record_bytes = sum(os.path.getsize(p) for p in pg_files) // max(1, events)
+    from python_udfs.spark_udfs import decode_types
+
     runtime.log(f"bench: decoding {events} PostgreSQL records")
     decode = decode_bench(spark, pg_files, rounds)
     runtime.log(
         f"bench: decode floor {decode['floor']:.1f} s, native {decode['native']:.1f} s, "
         f"UDF {decode['udf']:.1f} s ({decode['udf'] / decode['native']:.2f}x native)"
     )
-    decode["python"] = python_breakdown(pg_files)
+    decode["python"] = python_breakdown(pg_files, decode_types(spark)[1])
     runtime.log("bench: decoding the same records without schema blocks")
     schemaless_files = schemaless_lines(spark, pg_files, work / "decode-pg-schemaless")
     schemaless = decode_bench(spark, schemaless_files, rounds, False)
-    schemaless["python"] = python_breakdown(schemaless_files)
+    schemaless["python"] = python_breakdown(schemaless_files, decode_types(spark)[1])
     runtime.log(
         f"bench: schemaless: native {schemaless['native']:.1f} s, UDF {schemaless['udf']:.1f} s "
         f"({schemaless['udf'] / schemaless['native']:.2f}x native)"

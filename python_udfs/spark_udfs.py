@@ -117,18 +117,23 @@ def lines_in_blocks(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa
         yield pa.array(out, type=pa.int64())
 
 
-def register(spark: Any) -> list[str]:
-    """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
-    from pyspark.sql.functions import arrow_udf, udf
+def decode_types(spark: Any) -> tuple[Any, pa.DataType]:
+    """The decode UDF's return type in Spark and in Arrow (timestamps in the session's zone)."""
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import _parse_datatype_string
 
+    spark_type = _parse_datatype_string(SPARK_SCHEMA)
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    return spark_type, to_arrow_type(spark_type, timezone=zone)
+
+
+def register(spark: Any) -> list[str]:
+    """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
+    from pyspark.sql.functions import arrow_udf, udf
+
     from python_udfs.scd2 import VERSIONS_SCHEMA, versions_row
 
-    spark_type = _parse_datatype_string(SPARK_SCHEMA)
-    arrow_type = to_arrow_type(
-        spark_type, timezone=spark.conf.get("spark.sql.session.timeZone") or "UTC"
-    )
+    spark_type, arrow_type = decode_types(spark)
 
     def changelake_decode(
         envelope_format: pa.Array, key: pa.Array, value: pa.Array, headers: pa.Array
