@@ -347,10 +347,13 @@ def python_breakdown(files: list[str], arrow_type: Any, sample: int = 20_000) ->
                 if text is not None:
                     debezium.split(text, where)
 
-    decoded = [decode_unchecked("debezium", k, v, _pairs(h)) for k, v, h in rows]
+    def decode_all() -> list[list[dict[str, Any]]]:
+        return [decode_unchecked("debezium", k, v, _pairs(h)) for k, v, h in rows]
+
+    decoded = decode_all()
     to_python = best(lambda: [a.to_pylist() for a in arrays])
     parsing = best(parse)
-    decoding = best(lambda: [decode_unchecked("debezium", k, v, _pairs(h)) for k, v, h in rows])
+    decoding = best(decode_all)
     return {
         "records": len(rows),
         "to_python": to_python,
@@ -1135,11 +1138,12 @@ def run(
         f"bench: decode floor {decode['floor']:.1f} s, native {decode['native']:.1f} s, "
         f"UDF {decode['udf']:.1f} s ({decode['udf'] / decode['native']:.2f}x native)"
     )
-    decode["python"] = python_breakdown(pg_files, decode_types(spark)[1])
+    arrow_type = decode_types(spark)[1]
+    decode["python"] = python_breakdown(pg_files, arrow_type)
     runtime.log("bench: decoding the same records without schema blocks")
     schemaless_files = schemaless_lines(spark, pg_files, work / "decode-pg-schemaless")
     schemaless = decode_bench(spark, schemaless_files, rounds, False)
-    schemaless["python"] = python_breakdown(schemaless_files, decode_types(spark)[1])
+    schemaless["python"] = python_breakdown(schemaless_files, arrow_type)
     runtime.log(
         f"bench: schemaless: native {schemaless['native']:.1f} s, UDF {schemaless['udf']:.1f} s "
         f"({schemaless['udf'] / schemaless['native']:.2f}x native)"
