@@ -293,10 +293,11 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
         assert "segment=earlier" in segments, segments
     assert not spark.sql(f"show tables in {s} like '*segmented'").collect()
 
-    # ---- the YAML unit tests of the fold (development-time, off in scheduled builds) --------
+    # ---- the YAML unit tests (development-time, off in scheduled builds): the fold's three,
+    # the schema changes', the quarantine's and the feed health's ----------------------------
     result = dbt("test", "--select", "test_type:unit", "--vars", "{changelake_unit_tests: true}")
     unit_tests = [r for r in result.result.results if r.node.resource_type == "unit_test"]
-    assert [str(r.status) for r in unit_tests] == ["pass"] * 3
+    assert [str(r.status) for r in unit_tests] == ["pass"] * 6
 
     # ---- rebuilt from scratch: exactly what the runs gave ---------------------------------
     dbt("build", "--full-refresh")
