@@ -73,10 +73,23 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert results["decode_schemaless"]["records"] == decode["records"]
     for shape in ("kcat", "sink"):
         assert (
-            f"{shape} file decodes with the default driver memory, lines exact; peak live heap"
-            in text
+            f"{shape} file decodes with the default driver memory, lines and offsets exact; "
+            "peak live heap" in text
         )
     assert "**Large landed files**" in text
+
+
+def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(spark, tmp_path):
+    """A 1 GiB uncompressed file (a day of kcat output; a Connect sink file with a large
+    flush.size) decodes in the shared session's default driver memory: every line once, each
+    with its line number and its offset, and no record quarantined. The live heap's growth with
+    the file is measured by the benchmark, not asserted here."""
+    results = bench.large_file_bench(spark, tmp_path, (2**30,), live=False)
+    assert [f["shape"] for f in results] == ["kcat", "sink"]
+    for f in results:
+        assert f["bytes"] >= 2**30
+        assert f["records"] > 100_000
+        assert (f["shape"], f["exact"], f["errors"]) == (f["shape"], True, 0)
 
 
 @pytest.mark.parametrize("schemas", [True, False], ids=["with schemas", "schemaless"])
