@@ -150,7 +150,9 @@ new_files as (
 -- through in blocks (Spark's splits); a line's number is its index in its block plus the lines
 -- of its file's earlier blocks (changelake_line_in_block, python_udfs/spark_udfs.py)
 plain_lines as (
-    select
+    -- the block counts (a row per block) go to every task: the lines stream through, never
+    -- shuffled or sorted
+    select /*+ broadcast(blocks) */
         read.landed_file,
         read.landed_file_size,
         case
