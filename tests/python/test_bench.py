@@ -89,7 +89,7 @@ def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(
     for f in results:
         assert f["bytes"] >= 2**30
         assert f["records"] > 100_000
-        assert (f["shape"], f["exact"], f["errors"]) == (f["shape"], True, 0)
+        assert (f["exact"], f["errors"]) == (True, 0), f["shape"]
 
 
 @pytest.mark.parametrize("schemas", [True, False], ids=["with schemas", "schemaless"])
