@@ -262,9 +262,12 @@
     key, from the newest layer holding the key (the live base is older than every live
     delta). One ranking over the base and the deltas together: ranking the deltas, then
     removing their keys from the base with a join, cost a second exchange of the rows. With
-    `published`, the layers live now, named in the SQL (_changelake_named_frontier).
+    `published`, the layers live now, named in the SQL (_changelake_named_frontier). With
+    `keys` (the name of a relation of table id and key_json columns, a batch's worth of keys),
+    those keys' rows only: the keys are broadcast to the scan, so the other rows are dropped
+    where they are read, before the ranking exchanges them.
 #}
-{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false) %}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none) %}
     {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
     {%- if named is not none -%}
         {{ return(_changelake_named_frontier(relation, named)) }}
@@ -272,7 +275,7 @@
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     select * except (newness)
     from (
-        select
+        select {{ '/*+ broadcast(' ~ keys ~ ') */' if keys else '' }}
             stored.* except (part, layer),
             stored.layer.committed_at as layer_committed_at,
             stored.layer.is_base,
@@ -280,6 +283,9 @@
                 partition by {{ key | join(', ') }} order by stored.layer.committed_at desc
             ) as newness
         from ({{ _changelake_live_rows(relation, model_identifier, ['frontier']) }}) as stored
+        {%- if keys %}
+        left semi join {{ keys }} on {{ _changelake_same_table('stored', keys, key=true) }}
+        {%- endif %}
         where stored.layer.has_live_frontier
     ) as ranked
     where newness = 1
@@ -526,6 +532,8 @@ folded as (
         greatest(max(coalesce(event.position, '')), max(coalesce(state_last_position, ''))) as last_position
     from fold_inputs
     group by {{ key | join(', ') }}, is_late
+    -- named by every layer below: folded once
+    having {{ changelake_computed_once() }}
 ),
 
 layer_closed as (
@@ -636,7 +644,8 @@ from final
 {% endmacro %}
 
 {#
-    purpose: CTEs `frontier` (the live frontier of this model) and `classified`: every key the
+    purpose: CTEs `frontier` (the live frontier of this model), `touched_frontier` (its rows of
+    the touched keys) and `classified`: every key the
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
     truncates (it is then re-folded from all its changes).
@@ -688,6 +697,12 @@ touched_keys as (
     group by {% for column in key %}touched.{{ column }}{{ ", " if not loop.last }}{% endfor %}
 ),
 
+-- the touched keys' frontier rows: the frontier is read for a batch's keys, not all of them
+touched_frontier as (
+    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys') }}
+),
+
+-- named by the resumed events, the fold's inputs and the re-folded keys: computed once
 classified as (
     select
         {% for column in key %}touched_keys.{{ column }}, {% endfor %}
@@ -701,8 +716,10 @@ classified as (
         or coalesce(touched_keys.first_position <= old_truncates.last_truncate_position, false)
             as is_late
     from touched_keys
-    left join frontier on {{ _changelake_same_table('touched_keys', 'frontier', key=true) }}
+    left join touched_frontier as frontier
+        on {{ _changelake_same_table('touched_keys', 'frontier', key=true) }}
     left join old_truncates on {{ _changelake_same_table('touched_keys', 'old_truncates') }}
+    where {{ changelake_computed_once() }}
 ),
 {% endmacro %}
 
