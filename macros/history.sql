@@ -263,11 +263,14 @@
     delta). One ranking over the base and the deltas together: ranking the deltas, then
     removing their keys from the base with a join, cost a second exchange of the rows. With
     `published`, the layers live now, named in the SQL (_changelake_named_frontier). With
-    `keys` (the name of a relation of table id and key_json columns, a batch's worth of keys),
-    those keys' rows only: the keys are broadcast to the scan, so the other rows are dropped
-    where they are read, before the ranking exchanges them.
+    `keys` (the name of a relation of table id and key_json columns, few enough to broadcast:
+    see _changelake_history_key_scan), those keys' rows only: the keys are broadcast to the
+    scan, so the other rows are dropped where they are read, before the ranking exchanges them.
 #}
 {% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none) %}
+    {%- if keys and published -%}
+        {{ exceptions.raise_compiler_error('changelake_history_frontier: `keys` reads the store as the runs do, not as published') }}
+    {%- endif -%}
     {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
     {%- if named is not none -%}
         {{ return(_changelake_named_frontier(relation, named)) }}
@@ -416,7 +419,8 @@
             marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {%- set any_late = _changelake_history_any_late(changes_model, pending) if incremental else true -%}
+    {%- set key_scan = _changelake_history_key_scan(changes_model, pending) if incremental else false -%}
+    {%- set any_late = _changelake_history_any_late(changes_model, pending, key_scan) if incremental else true -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
@@ -446,7 +450,7 @@ new_truncates as (
 ),
 {%- if incremental %}
 
-{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates') }}
+{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates', key_scan=key_scan) }}
 
 -- keys whose new changes all come after what was seen: the new changes, from the frontier
 resumed_events as (
@@ -645,12 +649,13 @@ from final
 
 {#
     purpose: CTEs `frontier` (the live frontier of this model), `touched_frontier` (its rows of
-    the touched keys) and `classified`: every key the
+    the touched keys; with `key_scan`, read for those keys alone, see
+    _changelake_history_key_scan) and `classified`: every key the
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
     truncates (it is then re-folded from all its changes).
 #}
-{% macro _changelake_history_classified(pending_events, pending_truncates) %}
+{% macro _changelake_history_classified(pending_events, pending_truncates, key_scan=false) %}
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
 frontier as (
@@ -697,9 +702,9 @@ touched_keys as (
     group by {% for column in key %}touched.{{ column }}{{ ", " if not loop.last }}{% endfor %}
 ),
 
--- the touched keys' frontier rows: the frontier is read for a batch's keys, not all of them
+-- the touched keys' frontier rows{{ ': read for those keys alone' if key_scan else '' }}
 touched_frontier as (
-    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys') }}
+    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys' if key_scan else none) }}
 ),
 
 -- named by the resumed events, the fold's inputs and the re-folded keys: computed once
@@ -724,10 +729,34 @@ classified as (
 {% endmacro %}
 
 {#
+    purpose: whether the run may read the frontier for the keys it touches alone, at compile
+    time: those keys are then broadcast to the frontier's scan (a hint), which drops the other
+    rows where they are read instead of exchanging every row to join them. A broadcast is held
+    whole in the driver's and every executor's memory, so only when the keys are known to be
+    few: the pending change-log batches hold at most `max_rows` rows (a var overrides it) and
+    no truncate (a truncate touches every key of its table). Otherwise the frontier is joined
+    as a whole, which scales with any number of keys.
+#}
+{% macro _changelake_history_key_scan(changes_model, pending, max_rows=1000000) %}
+    {%- if not execute -%}
+        {{ return(true) }}
+    {%- endif -%}
+    {%- set max_rows = var('changelake_history_key_scan_rows', max_rows) -%}
+    {%- if (pending.values() | sum) > max_rows -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set query -%}
+        select count(*) from {{ ref(changes_model) }} as logged
+        where {{ changelake_pending_rows(pending, 'logged') }} and logged.kind = 'truncate'
+    {%- endset -%}
+    {{ return(run_query(query).columns[0].values()[0] == 0) }}
+{% endmacro %}
+
+{#
     purpose: whether any key of the pending change-log batches must be re-folded from all its
     changes, at compile time: when none is, the run does not read the change log's past at all.
 #}
-{% macro _changelake_history_any_late(changes_model, pending) %}
+{% macro _changelake_history_any_late(changes_model, pending, key_scan=false) %}
     {%- if not execute -%}
         {{ return(true) }}
     {%- endif -%}
@@ -748,7 +777,7 @@ classified as (
             {{ _changelake_truncate_events('changes') }}
         ),
 
-        {{ _changelake_history_classified('new_events', 'new_truncates') }}
+        {{ _changelake_history_classified('new_events', 'new_truncates', key_scan) }}
 
         late as (
             select count(*) as late_keys from classified where is_late
