@@ -36,9 +36,8 @@ demo: setup
 bench: setup
 	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
-# two processes, whole test files each (each its own Spark session, metastore and dbt target)
 pytest: setup
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest
 
 lint: setup
 	$(BIN)/ruff check python_udfs tests

@@ -22,21 +22,9 @@ SHARED = PROJECT.parent / "shared"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The run's random seed for the generated-world test, drawn once (its id shows it; the
-    workers of a parallel run inherit the controller's). Each worker of a parallel run
-    (pytest-xdist) has its own session and metastore, and its own dbt target and log folders:
-    two dbt processes writing one `target/` would overwrite each other's manifest."""
+    """The run's random seed for the generated-world test, drawn once (its id shows it)."""
     seed = os.environ.get("CHANGELAKE_TEST_SEED") or random.SystemRandom().randrange(10**6)
     os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker:
-        os.environ["DBT_TARGET_PATH"] = str(PROJECT / "target" / f"pytest-{worker}")
-        os.environ["DBT_LOG_PATH"] = str(PROJECT / "logs" / f"pytest-{worker}")
-
-
-def dbt_target() -> Path:
-    """The folder dbt writes its compiled and run SQL to in this process."""
-    return Path(os.environ.get("DBT_TARGET_PATH") or PROJECT / "target")
 
 
 @pytest.fixture(scope="session")
