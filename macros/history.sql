@@ -264,7 +264,7 @@
     removing their keys from the base with a join, cost a second exchange of the rows. With
     `published`, the layers live now, named in the SQL (_changelake_named_frontier). With
     `keys` (the name of a relation of table id and key_json columns, few enough to broadcast:
-    see _changelake_history_key_scan), those keys' rows only: the keys are broadcast to the
+    see _changelake_history_plan), those keys' rows only: the keys are broadcast to the
     scan, so the other rows are dropped where they are read, before the ranking exchanges them.
 #}
 {% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none) %}
@@ -419,8 +419,8 @@
             marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {%- set key_scan = _changelake_history_key_scan(changes_model, pending) if incremental else false -%}
-    {%- set any_late = _changelake_history_any_late(changes_model, pending, key_scan) if incremental else true -%}
+    {%- set plan = _changelake_history_plan(changes_model, pending) if incremental else {'key_scan': false, 'any_late': true} -%}
+    {%- set key_scan, any_late = plan['key_scan'], plan['any_late'] -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
@@ -650,7 +650,7 @@ from final
 {#
     purpose: CTEs `frontier` (the live frontier of this model), `touched_frontier` (its rows of
     the touched keys; with `key_scan`, read for those keys alone, see
-    _changelake_history_key_scan) and `classified`: every key the
+    _changelake_history_plan) and `classified`: every key the
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
     truncates (it is then re-folded from all its changes).
@@ -729,63 +729,73 @@ classified as (
 {% endmacro %}
 
 {#
-    purpose: whether the run may read the frontier for the keys it touches alone, at compile
-    time: those keys are then broadcast to the frontier's scan (a hint), which drops the other
-    rows where they are read instead of exchanging every row to join them. A broadcast is held
-    whole in the driver's and every executor's memory, so only when the keys are known to be
-    few: the pending change-log batches hold at most `max_rows` rows (a var overrides it) and
-    no truncate (a truncate touches every key of its table). Otherwise the frontier is joined
-    as a whole, which scales with any number of keys.
+    purpose: how the run reads, decided at compile time: {'key_scan': whether it may read the
+    frontier for the keys it touches alone, 'any_late': whether any key of the pending
+    change-log batches must be re-folded from all its changes (when none is, the run does not
+    read the change log's past at all)}.
+    With `key_scan`, the touched keys are broadcast to the frontier's scan (a hint), which drops
+    the other rows where they are read instead of exchanging every row to join them. A
+    broadcast is held whole in the driver's and every executor's memory, so only when the keys
+    are known to be few: the pending batches hold at most `max_rows` rows (a var overrides it)
+    and no truncate (a truncate touches every key of its table). Otherwise the frontier is
+    joined as a whole, which scales with any number of keys.
+    One query answers both when the keys may be few: the pending truncates and the late keys
+    of the pending row changes (a truncate's keys left out: with a truncate, the late keys are
+    counted again, by a whole-frontier join).
 #}
-{% macro _changelake_history_key_scan(changes_model, pending, max_rows=1000000) %}
+{% macro _changelake_history_plan(changes_model, pending, max_rows=1000000) %}
     {%- if not execute -%}
-        {{ return(true) }}
+        {{ return({'key_scan': true, 'any_late': true}) }}
     {%- endif -%}
     {%- set max_rows = var('changelake_history_key_scan_rows', max_rows) -%}
-    {%- if (pending.values() | sum) > max_rows -%}
-        {{ return(false) }}
+    {%- if (pending.values() | sum) <= max_rows -%}
+        {%- set row = run_query(_changelake_history_late_query(changes_model, pending, key_scan=true)).rows[0] -%}
+        {%- if row[1] == 0 -%}
+            {{ return({'key_scan': true, 'any_late': row[0] > 0}) }}
+        {%- endif -%}
     {%- endif -%}
-    {%- set query -%}
-        select count(*) from {{ ref(changes_model) }} as logged
-        where {{ changelake_pending_rows(pending, 'logged') }} and logged.kind = 'truncate'
-    {%- endset -%}
-    {{ return(run_query(query).columns[0].values()[0] == 0) }}
+    {%- set row = run_query(_changelake_history_late_query(changes_model, pending, key_scan=false)).rows[0] -%}
+    {{ return({'key_scan': false, 'any_late': row[0] > 0}) }}
 {% endmacro %}
 
 {#
-    purpose: whether any key of the pending change-log batches must be re-folded from all its
-    changes, at compile time: when none is, the run does not read the change log's past at all.
+    purpose: the query behind _changelake_history_plan: one row, the pending batches' late keys
+    and their truncates. With `key_scan`, their truncates are left out of the late keys (their
+    keys, every key of a table, are not broadcast).
 #}
-{% macro _changelake_history_any_late(changes_model, pending, key_scan=false) %}
-    {%- if not execute -%}
-        {{ return(true) }}
-    {%- endif -%}
-    {%- set query -%}
-        with
+{% macro _changelake_history_late_query(changes_model, pending, key_scan) %}
+    with
 
-        changes as (
-            select * from {{ ref(changes_model) }} as logged
-            where {{ changelake_pending_rows(pending, 'logged') }}
-                and {{ changelake_committed('logged', changes_model) }}
-        ),
+    changes as (
+        select * from {{ ref(changes_model) }} as logged
+        where {{ changelake_pending_rows(pending, 'logged') }}
+            and {{ changelake_committed('logged', changes_model) }}
+    ),
 
-        new_events as (
-            {{ _changelake_row_events('changes') }}
-        ),
+    new_events as (
+        {{ _changelake_row_events('changes') }}
+    ),
 
-        new_truncates as (
-            {{ _changelake_truncate_events('changes') }}
-        ),
+    new_truncates as (
+        select * from ({{ _changelake_truncate_events('changes') }}) as truncates
+        {%- if key_scan %}
+        where false
+        {%- endif %}
+    ),
 
-        {{ _changelake_history_classified('new_events', 'new_truncates', key_scan) }}
+    {{ _changelake_history_classified('new_events', 'new_truncates', key_scan) }}
 
-        late as (
-            select count(*) as late_keys from classified where is_late
-        )
+    late as (
+        select count_if(is_late) as late_keys from classified
+    ),
 
-        select late_keys from late
-    {%- endset -%}
-    {{ return(run_query(query).columns[0].values()[0] > 0) }}
+    truncates as (
+        select count_if(kind = 'truncate') as pending_truncates from changes
+    )
+
+    select late.late_keys, truncates.pending_truncates
+    from late
+    cross join truncates
 {% endmacro %}
 
 {#
