@@ -23,24 +23,39 @@
 {# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
    consumed by this model, at compile time: batch id -> rows the batch wrote #}
 {% macro _changelake_pending_batches(prefix='decoded_') %}
+    {%- set pending = {} -%}
+    {%- for batches in _changelake_pending_batches_by_model(prefix).values() -%}
+        {%- for batch_id, rows in batches.items() -%}
+            {%- do pending.update({batch_id: pending.get(batch_id, 0) + rows}) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {{ return(pending) }}
+{% endmacro %}
+
+{#
+    purpose: the pending batches of each incremental model named `prefix`*, {model: {batch_id:
+    rows written}}: a model with none is left out (its feed landed nothing new)
+#}
+{% macro _changelake_pending_batches_by_model(prefix='decoded_') %}
     {%- if not execute -%}
         {{ return({}) }}
     {%- endif -%}
     {%- set query -%}
-        select committed.batch_id, sum(committed.rows_written) as rows_written
+        select committed.model, committed.batch_id, sum(committed.rows_written) as rows_written
         from (
             {%- for model in _changelake_incremental_models(prefix) %}
-            select batch_id, rows_written from {{ changelake_ledger_rows(model) }} as ledger where kind = 'batch'
+            select {{ _changelake_literal(model) }} as model, batch_id, rows_written
+            from {{ changelake_ledger_rows(model) }} as ledger where kind = 'batch'
             {%- if not loop.last %} union all{% endif %}
             {%- endfor %}
         ) as committed
         left anti join {{ changelake_ledger(this.identifier) }} as consumed
             on committed.batch_id = consumed.batch_id and consumed.kind = 'consumed'
-        group by committed.batch_id
+        group by committed.model, committed.batch_id
     {%- endset -%}
     {%- set pending = {} -%}
     {%- for row in run_query(query) -%}
-        {%- do pending.update({row[0]: row[1]}) -%}
+        {%- do pending.setdefault(row[0], {}).update({row[1]: row[2]}) -%}
     {%- endfor -%}
     {{ return(pending) }}
 {% endmacro %}
@@ -112,7 +127,11 @@
 #}
 {% macro changelake_change_log(records) %}
     {%- set incremental = is_incremental() -%}
-    {%- set pending = _changelake_pending_batches() if execute and incremental else [] -%}
+    {%- set pending_by_model = _changelake_pending_batches_by_model() if execute and incremental else {} -%}
+    {%- set pending = {} -%}
+    {%- for batches in pending_by_model.values() -%}
+        {%- do pending.update(batches) -%}
+    {%- endfor -%}
     {%- if incremental and not pending -%}
         {#- nothing new: write nothing, read nothing, commit nothing -#}
         {{ return(_changelake_nothing_new() ~ '\nselect * from ' ~ this ~ ' where false') }}
@@ -131,9 +150,10 @@ with
 records as (
     {%- if incremental %}
     {#- each feed's staging of its pending batches, read by literals: the staging views (whose
-        live segments are a query of each feed's ledger) are for readers of every record #}
-    {%- for model in _changelake_incremental_models('decoded_') %}
-    select * from ({{ changelake_staging(model.removeprefix('decoded_'), pending) }}) as {{ model }}
+        live segments are a query of each feed's ledger) are for readers of every record; a
+        feed with no pending batch is not read at all #}
+    {%- for model in _changelake_incremental_models('decoded_') if model in pending_by_model %}
+    select * from ({{ changelake_staging(model.removeprefix('decoded_'), pending_by_model[model]) }}) as {{ model }}
     {%- if not loop.last %}
     union all
     {%- endif %}
