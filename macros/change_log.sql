@@ -23,13 +23,21 @@
 {# purpose: upstream batches (of the incremental models named `prefix`*) committed but not yet
    consumed by this model, at compile time: batch id -> rows the batch wrote #}
 {% macro _changelake_pending_batches(prefix='decoded_') %}
-    {%- set pending = {} -%}
-    {%- for batches in _changelake_pending_batches_by_model(prefix).values() -%}
-        {%- for batch_id, rows in batches.items() -%}
-            {%- do pending.update({batch_id: pending.get(batch_id, 0) + rows}) -%}
+    {{ return(_changelake_batches_of_all(_changelake_pending_batches_by_model(prefix))) }}
+{% endmacro %}
+
+{#
+    purpose: {batch_id: rows} over every model of `by_model` ({model: {batch_id: rows}}): the
+    models built in one invocation share its batch id, so their rows add up
+#}
+{% macro _changelake_batches_of_all(by_model) %}
+    {%- set batches = {} -%}
+    {%- for model_batches in by_model.values() -%}
+        {%- for batch_id, rows in model_batches.items() -%}
+            {%- do batches.update({batch_id: batches.get(batch_id, 0) + rows}) -%}
         {%- endfor -%}
     {%- endfor -%}
-    {{ return(pending) }}
+    {{ return(batches) }}
 {% endmacro %}
 
 {#
@@ -128,10 +136,7 @@
 {% macro changelake_change_log(records) %}
     {%- set incremental = is_incremental() -%}
     {%- set pending_by_model = _changelake_pending_batches_by_model() if execute and incremental else {} -%}
-    {%- set pending = {} -%}
-    {%- for batches in pending_by_model.values() -%}
-        {%- do pending.update(batches) -%}
-    {%- endfor -%}
+    {%- set pending = _changelake_batches_of_all(pending_by_model) -%}
     {%- if incremental and not pending -%}
         {#- nothing new: write nothing, read nothing, commit nothing -#}
         {{ return(_changelake_nothing_new() ~ '\nselect * from ' ~ this ~ ' where false') }}
