@@ -117,8 +117,9 @@ def generate(
     """Write ``batches`` landing batches of every feed under ``out``; return the summary.
 
     ``events`` row changes in all (snapshot included), split evenly across ``feeds``; ``keys``
-    rows per table in each feed's initial snapshot. The batches are equal, or with
-    ``last_share`` the last batch holds that share of the changes (0.01: a 1% increment).
+    rows per table in each feed's initial snapshot. The snapshot goes with the first batch and
+    the changes after it are split equally over the batches; or with ``last_share`` the last
+    batch holds that share of all the changes (0.01: a 1% increment).
     ``out/expected.json`` holds the expected final state. Same arguments, same bytes.
     ``progress``, when given, is told each feed as it starts.
     """
@@ -142,13 +143,18 @@ def generate(
         landing = Landing(out, feed, shape, batches, random.Random(f"{seed}/{feed}/landing"))
         expect = Expectation(encoder.family, qualified_tables(feed))
         emitted = 0
+        snapshot = 0  # row changes of the snapshot, which goes with the first batch
         batch = 0
         data_topic = None
         for txn in world.stream(per_feed):
             for change in txn.changes:
                 expect.apply(world, change)
             if last_share is None:
-                new_batch = min(batches - 1, emitted * batches // per_feed)
+                # the changes after the snapshot in equal shares: counting the snapshot in, a
+                # snapshot larger than a share carried the count past the next batches'
+                # boundaries and left those batches empty
+                after = max(1, per_feed - snapshot)
+                new_batch = min(batches - 1, (emitted - snapshot) * batches // after)
             elif emitted >= per_feed * (1 - last_share):
                 new_batch = batches - 1
             else:
@@ -156,6 +162,8 @@ def generate(
                     batches - 2, int(emitted * (batches - 1) / (per_feed * (1 - last_share)))
                 )
             emitted += sum(1 for c in txn.changes if c.kind == "row")
+            if txn.snapshot:
+                snapshot = emitted
             if new_batch != batch:
                 landing.flush()
                 batch = new_batch
