@@ -460,9 +460,61 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
     assert bases() > bases_before
     assert code == 1
     failed = {r.node.name for r in result.result.results if r.status == "fail"}
-    assert any(name.startswith("at_most_one_current_version_cdc_history") for name in failed)
+    assert any(name.startswith("scd2_rules_cdc_history") for name in failed)
     # a full refresh (the forged rows gone with the table) tests every row, not narrowed
     code, result = run_dbt(["build", "--full-refresh", *pg_and_downstream])
     assert code == 0, result.exception
     assert history_test_sql(result)
     assert not any(narrowed in sql for sql in history_test_sql(result))
+
+
+def test_scd2_rules_return_each_version_that_breaks_a_rule_naming_it(dbt, spark):
+    """The one-pass SCD-2 test (tests/generic/scd2_tests.sql), as dbt compiles it for
+    cdc_history, over versions written to break each rule and versions that break none."""
+    from datetime import datetime
+
+    result = dbt("compile", "--select", "test_name:scd2_rules")
+    sql = next(
+        r.node.compiled_code
+        for r in result.result.results
+        if r.node.name.startswith("scd2_rules_cdc_history")
+    )
+    relation = f"{dbt.schema}.cdc_history"
+    assert relation in sql
+    at = datetime(2024, 1, 1, 12)
+    earlier = datetime(2024, 1, 1, 11)
+    # key, version, valid_from_position, valid_to_position, is_current, valid_from, valid_to
+    versions = [
+        ('{"id":1}', 1, "0001", "0002", False, at, at),  # closes where the next opens: fine
+        ('{"id":1}', 2, "0002", None, True, at, None),
+        ('{"id":2}', 1, "0001", None, True, at, None),  # two current versions, the first open
+        ('{"id":2}', 2, "0003", None, True, at, None),
+        ('{"id":3}', 1, "0005", "0003", False, at, at),  # closes before it opens (position)
+        ('{"id":3}', 2, "0006", None, True, at, None),
+        ('{"id":4}', 1, "0001", "0004", False, at, at),  # closes after the next opens
+        ('{"id":4}', 2, "0003", None, True, at, None),
+        ('{"id":5}', 1, "0001", None, True, None, None),  # no valid_from
+        ('{"id":6}', 1, "0001", "0002", False, at, earlier),  # closes before it opens (time)
+        ('{"id":6}', 2, "0002", None, False, at, None),  # deleted: nothing current, fine
+    ]
+    spark.createDataFrame(
+        [("f", "s", "d", None, "t", *v) for v in versions],
+        "feed string, source_name string, database_name string, schema_name string, "
+        "table_name string, key_json string, version_number int, valid_from_position string, "
+        "valid_to_position string, is_current boolean, valid_from timestamp, valid_to timestamp",
+    ).createOrReplaceTempView("crafted_versions")
+    broken = {
+        (r.key_json, r.version_number): sorted(r.broken_rules)
+        for r in spark.sql(sql.replace(relation, "crafted_versions")).collect()
+    }
+    assert broken == {
+        ('{"id":2}', 1): [
+            "another version of the key is current too",
+            "overlaps the next version",
+        ],
+        ('{"id":2}', 2): ["another version of the key is current too"],
+        ('{"id":3}', 1): ["closes before it opens"],
+        ('{"id":4}', 1): ["overlaps the next version"],
+        ('{"id":5}', 1): ["valid_from is null"],
+        ('{"id":6}', 1): ["closes before it opens"],
+    }
