@@ -1,5 +1,5 @@
 {#- Generic tests for SCD-2 history tables (dbt_utils is not installable here). Each returns
-    the rows that break the rule. `partition_by` names the columns identifying one source row. -#}
+    the rows that break its rules. `partition_by` names the columns identifying one source row. -#}
 
 {#-
     purpose: the SCD-2 rules of a history table, in one pass over its versions (one exchange by

@@ -495,7 +495,7 @@ def test_scd2_rules_return_each_version_that_breaks_a_rule_naming_it(dbt, spark)
         ('{"id":4}', 2, "0003", None, True, at, None),
         ('{"id":5}', 1, "0001", None, True, None, None),  # no valid_from
         ('{"id":6}', 1, "0001", "0002", False, at, earlier),  # closes before it opens (time)
-        ('{"id":6}', 2, "0002", None, False, at, None),  # deleted: nothing current, fine
+        ('{"id":6}', 2, "0002", "0003", False, at, at),  # closed by a delete: none current
     ]
     spark.createDataFrame(
         [("f", "s", "d", None, "t", *v) for v in versions],
