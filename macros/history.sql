@@ -218,37 +218,26 @@
     purpose: SQL (a select) of the live frontier of the history store `relation` from the layers
     `layers` (from _changelake_published_layers), as changelake_history_frontier gives it: the
     newest base's frontier as it is stored when no layer came after it (the common case right
-    after a compaction); otherwise the newest row of each key in the later layers, and the
-    base's rows of the keys those do not hold (the later layers are small: the join broadcasts
-    them, the base is not exchanged).
+    after a compaction); otherwise the frontier rows of the base and the later layers, less
+    those a newer layer holds the key of. The later layers are small: their keys are broadcast
+    to the one scan of every frontier row, so nothing is exchanged or ranked.
 #}
 {% macro _changelake_named_frontier(relation, layers) %}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     {%- set frontier = layers | selectattr('has_live_frontier') | list -%}
     {%- set bases = frontier | selectattr('is_base') | list -%}
     {%- set deltas = frontier | rejectattr('is_base') | list -%}
-    {%- set base_rows = _changelake_named_frontier_rows(relation, bases) -%}
     {%- if not deltas -%}
-        {{ return(base_rows) }}
+        {{ return(_changelake_named_frontier_rows(relation, bases)) }}
     {%- endif -%}
-    {%- set delta_rows = _changelake_named_frontier_rows(relation, deltas) -%}
-    select * except (newness)
-    from (
-        select
-            delta.*,
-            row_number() over (
-                partition by {{ key | join(', ') }} order by delta.layer_committed_at desc
-            ) as newness
-        from ({{ delta_rows }}) as delta
-    ) as ranked
-    where newness = 1
-    {%- if bases %}
-    union all
-    select base.*
-    from ({{ base_rows }}) as base
-    left anti join ({{ delta_rows }}) as delta
-        on {{ _changelake_same_table('base', 'delta', key=true) }}
-    {%- endif %}
+    select /*+ broadcast(newer) */ stored.*
+    from ({{ _changelake_named_frontier_rows(relation, bases + deltas) }}) as stored
+    left anti join (
+        select {{ key | join(', ') }}, layer_committed_at
+        from ({{ _changelake_named_frontier_rows(relation, deltas) }}) as delta
+    ) as newer
+        on {{ _changelake_same_table('stored', 'newer', key=true) }}
+        and newer.layer_committed_at > stored.layer_committed_at
 {% endmacro %}
 
 {# purpose: SQL (a select) of the frontier rows of the layers `layers`, as the frontier gives them #}

@@ -8,10 +8,10 @@
 {% macro changelake_register_landing() %}
     {%- if execute -%}
         {%- do run_query('create schema if not exists ' ~ target.schema) -%}
-        {#- a ledger is compacted once its tail holds this many commits -#}
-        {%- do _changelake_maintain_ledgers(var('changelake_ledger_max_tail', 8)) -%}
-        {#- a table's segments are merged once this many consumed batches are live -#}
-        {%- do _changelake_merge_segments(var('changelake_segments_max_tail', 8)) -%}
+        {#- a ledger is compacted once its tail holds this many commits; a table's segments
+            are merged once this many consumed batches are live -#}
+        {%- do _changelake_maintain_ledgers(
+            var('changelake_ledger_max_tail', 8), var('changelake_segments_max_tail', 8)) -%}
         {%- set recorded_in = target.schema ~ '.changelake_landing_tables' -%}
         {%- do run_query('create table if not exists ' ~ recorded_in
             ~ ' (table_name string, ddl string, recorded_at timestamp) using parquet') -%}

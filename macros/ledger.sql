@@ -52,9 +52,11 @@
     purpose: on-run-start: create every incremental model's ledger; move the rows of a ledger
     in the earlier layout (`changelake_batches__<model>`, one unpartitioned table) into it and
     drop the old table (a run killed in between moves them again: the segment is replaced);
-    compact the ledgers whose tail holds `max_tail` commits or more (see the top of this file)
+    then, from one read of every ledger (`_changelake_ledger_state`), compact the ledgers whose
+    tail holds `max_tail` commits or more (see the top of this file) and merge the segments of
+    the segmented tables where `segments_max_tail` consumed batches are live (macros/segments.sql)
 #}
-{% macro _changelake_maintain_ledgers(max_tail=8) %}
+{% macro _changelake_maintain_ledgers(max_tail=8, segments_max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
     {%- set tables = [] -%}
     {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_*'") -%}
@@ -73,14 +75,113 @@
             {%- do run_query('drop table ' ~ target.schema ~ '.changelake_batches__' ~ model) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- set counts = [] -%}
-    {%- for model in models -%}
-        {%- do counts.append('select ' ~ _changelake_literal(model) ~ ' as model, count(*) as commits from '
-            ~ changelake_ledger(model) ~ " where segment = 'tail'") -%}
+    {%- set segmented = _changelake_segmented_models() -%}
+    {%- set existing = _changelake_segment_earlier_tables(segmented) -%}
+    {%- set built = {} -%}
+    {%- for model, consumer in segmented.items() if model in existing -%}
+        {%- do built.update({model: consumer}) -%}
     {%- endfor -%}
-    {%- for row in run_query(counts | join(' union all ')) if row[1] >= max_tail -%}
-        {%- do _changelake_compact_ledger(row[0]) -%}
+    {%- set state = _changelake_ledger_state(models, built) -%}
+    {%- for model, commits in state.tail.items() if commits >= max_tail -%}
+        {%- do _changelake_compact_ledger(model) -%}
     {%- endfor -%}
+    {%- do _changelake_merge_segments(state.live, segments_max_tail) -%}
+{% endmacro %}
+
+{#
+    purpose: one query over every ledger of `models`: {'tail': {model: rows in its ledger's
+    tail}, 'live': {model: its live segments that its consumer consumed, oldest first, each
+    {name, kind, rows}}} for the segmented models of `segmented` ({model: consumer}). Each
+    ledger is read once (a consumer's twice: its own rows, and the batches it consumed).
+#}
+{% macro _changelake_ledger_state(models, segmented) %}
+    {%- set consumers = segmented.values() | unique | list -%}
+    {%- set query -%}
+        with
+
+        ledger_rows as (
+            {%- for model in models %}
+            select
+                {{ _changelake_literal(model) }} as model,
+                kind,
+                batch_id,
+                committed_at,
+                rows_written,
+                segment = 'tail' as in_tail
+            from {{ changelake_ledger(model) }}
+            {%- if not loop.last %}
+            union all
+            {%- endif %}
+            {%- endfor %}
+        ),
+
+        -- per model (its tail's rows) and per model and batch (a segment's state)
+        state as (
+            select
+                model,
+                batch_id,
+                grouping(batch_id) = 1 as is_model,
+                count_if(in_tail) as tail_rows,
+                max(case when kind in ('batch', 'segment') then kind end) as kind,
+                max(case when kind in ('batch', 'segment') then committed_at end) as committed_at,
+                max(case when kind in ('batch', 'segment') then rows_written end) as rows_written,
+                -- a merge's segment holds consumed batches only
+                bool_or(kind = 'segment') as is_merged,
+                -- live: written (a batch, or a merge's segment) and not retired by a later merge
+                bool_or(kind in ('batch', 'segment')) and not bool_or(kind = 'retired') as is_live
+            from ledger_rows
+            group by grouping sets ((model), (model, batch_id))
+        ),
+
+        consumed as (
+            {%- for consumer in consumers %}
+            select distinct {{ _changelake_literal(consumer) }} as consumer, batch_id
+            from {{ changelake_ledger(consumer) }}
+            where kind = 'consumed'
+            {%- if not loop.last %}
+            union all
+            {%- endif %}
+            {%- else %}
+            select cast(null as string) as consumer, cast(null as string) as batch_id
+            where false
+            {%- endfor %}
+        )
+
+        select
+            state.model,
+            state.batch_id,
+            state.is_model,
+            state.tail_rows,
+            state.kind,
+            state.rows_written,
+            state.is_merged or consumed.batch_id is not null as is_consumed
+        from state
+        left join (
+            select model, consumer
+            from values
+                {%- for model, consumer in segmented.items() %}
+                ({{ _changelake_literal(model) }}, {{ _changelake_literal(consumer) }}),
+                {%- endfor %}
+                (cast(null as string), cast(null as string))
+                as owners (model, consumer)
+        ) as owners on state.model = owners.model
+        left join consumed
+            on owners.consumer = consumed.consumer and state.batch_id = consumed.batch_id
+        where state.is_model or (state.is_live and owners.model is not null)
+        order by state.model, state.committed_at, state.batch_id
+    {%- endset -%}
+    {%- set out = {'tail': {}, 'live': {}} -%}
+    {%- if not models -%}
+        {{ return(out) }}
+    {%- endif -%}
+    {%- for row in run_query(query) -%}
+        {%- if row[2] -%}
+            {%- do out.tail.update({row[0]: row[3]}) -%}
+        {%- elif row[6] -%}
+            {%- do out.live.setdefault(row[0], []).append({'name': row[1], 'kind': row[4], 'rows': row[5]}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(out) }}
 {% endmacro %}
 
 {# purpose: write a ledger's rows, once each, as one file in a new segment; drop the others #}

@@ -88,50 +88,10 @@
 
 {#
     purpose: on-run-start: merge the segments of every segmented model where `max_tail` consumed
-    batches are live (see the top of this file); one query over the ledgers decides
+    batches are live (see the top of this file); `live` is each model's live consumed segments,
+    oldest first (from `_changelake_ledger_state`, macros/ledger.sql)
 #}
-{% macro _changelake_merge_segments(max_tail=8) %}
-    {%- set models = _changelake_segmented_models() -%}
-    {%- set existing = _changelake_segment_earlier_tables(models) -%}
-    {%- set selects = [] -%}
-    {%- for model, consumer in models.items() if model in existing -%}
-        {#- the model's own rows, and its batches the consumer consumed: one aggregate, no join -#}
-        {%- set select -%}
-            select {{ _changelake_literal(model) }} as model, kind, batch_id, committed_at, rows_written
-            from {{ changelake_ledger(model) }}
-            where kind in ('batch', 'segment', 'retired')
-            union all
-            select {{ _changelake_literal(model) }}, 'consumed', batch_id, null, null
-            from {{ changelake_ledger(consumer) }}
-            where kind = 'consumed'
-        {%- endset -%}
-        {%- do selects.append(select) -%}
-    {%- endfor -%}
-    {%- if not selects -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set query -%}
-        select
-            model,
-            batch_id,
-            max(case when kind in ('batch', 'segment') then kind end) as kind,
-            max(case when kind in ('batch', 'segment') then committed_at end) as committed_at,
-            max(case when kind in ('batch', 'segment') then rows_written end) as rows_written,
-            bool_or(kind in ('segment', 'consumed')) as is_consumed
-        from (
-            {{ selects | join('\n            union all\n') }}
-        ) as ledger_rows
-        group by model, batch_id
-        -- live: written (a batch, or a merge's segment) and not retired by a later merge
-        having bool_or(kind in ('batch', 'segment')) and not bool_or(kind = 'retired')
-        order by model, committed_at, batch_id
-    {%- endset -%}
-    {%- set live = {} -%}
-    {%- for row in run_query(query) -%}
-        {%- if row[5] -%}
-            {%- do live.setdefault(row[0], []).append({'name': row[1], 'kind': row[2], 'rows': row[4]}) -%}
-        {%- endif -%}
-    {%- endfor -%}
+{% macro _changelake_merge_segments(live, max_tail=8) %}
     {%- for model, segments in live.items() -%}
         {%- set merged = _changelake_segments_to_merge(segments, max_tail) -%}
         {%- if merged -%}

@@ -402,6 +402,61 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     assert history(spark, s) == incremental
 
 
+def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark, tmp_path):
+    """Four runs and no compaction: the base of the first build and three delta layers, where
+    keys change in several layers, one is deleted in one and inserted again in a later one,
+    and one stays in the base alone. After each run `cdc_current` holds each live key once,
+    from the newest layer holding it, and agrees with the open versions of `cdc_history`; it
+    reads the frontier rows in one scan with the deltas' keys broadcast to it: no window, no
+    exchange of the rows."""
+    s = dbt.schema
+    no_compaction = "{changelake_history_max_layers: 100, changelake_history_max_share: 1000}"
+
+    def row(key, run):
+        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
+
+    runs = [
+        # run 1 (the base): keys 1-4
+        [message(100 + k, "c", k, None, row(k, 1)) for k in (1, 2, 3, 4)],
+        # run 2: 1 and 2 change, 3 is deleted
+        [
+            message(201, "u", 1, None, row(1, 2)),
+            message(202, "u", 2, None, row(2, 2)),
+            message(203, "d", 3, {"id": 3}),
+        ],
+        # run 3: 1 changes again, 3 is inserted again
+        [message(301, "u", 1, None, row(1, 3)), message(303, "c", 3, None, row(3, 3))],
+        # run 4: 2 is deleted, 1 changes again
+        [message(401, "u", 1, None, row(1, 4)), message(402, "d", 2, {"id": 2})],
+    ]
+    expected = [
+        {1: 1, 2: 1, 3: 1, 4: 1},
+        {1: 2, 2: 2, 4: 1},
+        {1: 3, 2: 2, 3: 3, 4: 1},
+        {1: 4, 3: 3, 4: 1},
+    ]
+    for number, (batch, want) in enumerate(zip(runs, expected, strict=True), 1):
+        land(dbt, tmp_path, f"b{number}.jsonl", batch)
+        dbt("run", "--vars", no_compaction)
+        got = {json.loads(r.key_json)["id"]: json.loads(r.row_json)["v"] for r in current(spark, s)}
+        assert got == {k: f"{k}-{run}" for k, run in want.items()}, number
+        open_versions = [(v[0], v[2]["v"]) for v in history(spark, s) if v[5]]
+        assert open_versions == [
+            (r.key_json, json.loads(r.row_json)["v"]) for r in current(spark, s)
+        ]
+    kinds = spark.sql(
+        f"select kind, count(*) from {s}.changelake_ledger__int_history_versions "
+        "where kind != 'consumed' group by kind"
+    ).collect()
+    assert dict(kinds) == {"base": 1, "batch": 3}
+    plan = spark.sql(f"select * from {s}.cdc_current")._jdf.queryExecution().executedPlan()
+    text = plan.toString()
+    assert "Window" not in text
+    assert "BroadcastHashJoin" in text, text
+    assert "LeftAnti" in text, text
+    assert "hashpartitioning" not in text, text
+
+
 def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tmp_path):
     from python_udfs.project import run_dbt
 
