@@ -95,7 +95,16 @@
     ledger is read once (a consumer's twice: its own rows, and the batches it consumed).
 #}
 {% macro _changelake_ledger_state(models, segmented) %}
-    {%- set consumers = segmented.values() | unique | list -%}
+    {%- set consumed_selects = [] -%}
+    {%- for consumer in segmented.values() | unique -%}
+        {%- do consumed_selects.append('select distinct ' ~ _changelake_literal(consumer) ~ ' as consumer, batch_id from '
+            ~ changelake_ledger(consumer) ~ " where kind = 'consumed'") -%}
+    {%- endfor -%}
+    {%- set owner_selects = [] -%}
+    {%- for model, consumer in segmented.items() -%}
+        {%- do owner_selects.append('select ' ~ _changelake_literal(model) ~ ' as model, '
+            ~ _changelake_literal(consumer) ~ ' as consumer') -%}
+    {%- endfor -%}
     {%- set query -%}
         with
 
@@ -134,17 +143,13 @@
         ),
 
         consumed as (
-            {%- for consumer in consumers %}
-            select distinct {{ _changelake_literal(consumer) }} as consumer, batch_id
-            from {{ changelake_ledger(consumer) }}
-            where kind = 'consumed'
-            {%- if not loop.last %}
-            union all
-            {%- endif %}
-            {%- else %}
-            select cast(null as string) as consumer, cast(null as string) as batch_id
-            where false
-            {%- endfor %}
+            {{ _changelake_union_all(consumed_selects,
+                'select cast(null as string) as consumer, cast(null as string) as batch_id') }}
+        ),
+
+        owners as (
+            {{ _changelake_union_all(owner_selects,
+                'select cast(null as string) as model, cast(null as string) as consumer') }}
         )
 
         select
@@ -156,15 +161,7 @@
             state.rows_written,
             state.is_merged or consumed.batch_id is not null as is_consumed
         from state
-        left join (
-            select model, consumer
-            from values
-                {%- for model, consumer in segmented.items() %}
-                ({{ _changelake_literal(model) }}, {{ _changelake_literal(consumer) }}),
-                {%- endfor %}
-                (cast(null as string), cast(null as string))
-                as owners (model, consumer)
-        ) as owners on state.model = owners.model
+        left join owners on state.model = owners.model
         left join consumed
             on owners.consumer = consumed.consumer and state.batch_id = consumed.batch_id
         where state.is_model or (state.is_live and owners.model is not null)
