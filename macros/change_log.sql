@@ -42,11 +42,28 @@
 
 {#
     purpose: the pending batches of each incremental model named `prefix`*, {model: {batch_id:
-    rows written}}: a model with none is left out (its feed landed nothing new)
+    rows written}}: a model with none is left out (its feed landed nothing new). Read once per
+    model and invocation (its body, then its commit: nothing writes those ledgers in between),
+    and not at all when none of those models wrote in this invocation: then they are what the
+    run's start found (`_changelake_run_start`, macros/ledger.sql).
 #}
 {% macro _changelake_pending_batches_by_model(prefix='decoded_') %}
     {%- if not execute -%}
         {{ return({}) }}
+    {%- endif -%}
+    {%- set upstream = _changelake_incremental_models(prefix) -%}
+    {%- set at_start = _changelake_run_start().get('pending', {}).get(this.identifier) -%}
+    {%- if at_start is not none and not _changelake_written_now(upstream) -%}
+        {%- set pending = {} -%}
+        {%- for model, batches in at_start.items() if model in upstream and batches -%}
+            {%- do pending.update({model: batches}) -%}
+        {%- endfor -%}
+        {{ return(pending) }}
+    {%- endif -%}
+    {%- set memo = graph.setdefault('changelake_pending', {}) -%}
+    {%- set memo_key = invocation_id ~ '/' ~ this.identifier ~ '/' ~ prefix -%}
+    {%- if memo_key in memo -%}
+        {{ return(memo[memo_key]) }}
     {%- endif -%}
     {%- set query -%}
         select committed.model, committed.batch_id, sum(committed.rows_written) as rows_written
@@ -65,6 +82,7 @@
     {%- for row in run_query(query) -%}
         {%- do pending.setdefault(row[0], {}).update({row[1]: row[2]}) -%}
     {%- endfor -%}
+    {%- do memo.update({memo_key: pending}) -%}
     {{ return(pending) }}
 {% endmacro %}
 

@@ -32,39 +32,56 @@
 
 {#
     purpose: the landed files of the feed of `node` that no committed batch of this model has
-    tried, as [path, size, modification time in epoch microseconds]; listed before the raw
-    tables are refreshed, so their reads see every one
+    tried, as [path, size, modification time in epoch microseconds], by path; listed before
+    the raw tables are refreshed, so their reads see every one. One query returns the listing
+    and, of the listed files, those a committed batch tried (their marker rows); the listing,
+    a row per file, is broadcast to the scan of the markers, so no row is shuffled or sorted,
+    and the difference is taken here.
 #}
 {% macro _changelake_new_files(node) %}
     {%- set listing = _changelake_file_listing(node) -%}
     {%- do run_query('refresh table ' ~ listing) -%}
     {%- set query -%}
-        select
-            listed.landed_file,
-            listed.landed_file_size,
-            unix_micros(listed.landed_at) as landed_at_micros
-        from (
+        with
+
+        listed as (
             select
                 _metadata.file_path as landed_file,
                 _metadata.file_size as landed_file_size,
                 _metadata.file_modification_time as landed_at
             from {{ listing }}
-        ) as listed
+        )
+
+        select true as is_listed, landed_file, landed_file_size, unix_micros(landed_at) as landed_at_micros
+        from listed
         {%- if is_incremental() %}
-        left anti join (
-            -- every file tried has its marker row (landed_line null): those alone, not each line
-            select distinct
-                decoded.landed_file,
-                decoded.landed_file_size
-            from {{ this }} as decoded
-            where {{ changelake_committed('decoded', this.identifier) }}
-                and decoded.landed_line is null
-        ) as tried
-            on listed.landed_file = tried.landed_file and listed.landed_file_size = tried.landed_file_size
+        union all
+        -- every file tried has its marker row (landed_line null): those alone, not each line
+        select /*+ broadcast(listed) */
+            false as is_listed,
+            decoded.landed_file,
+            decoded.landed_file_size,
+            null as landed_at_micros
+        from {{ this }} as decoded
+        left semi join listed
+            on decoded.landed_file = listed.landed_file and decoded.landed_file_size = listed.landed_file_size
+        where {{ changelake_committed('decoded', this.identifier) }}
+            and decoded.landed_line is null
         {%- endif %}
-        order by listed.landed_file
     {%- endset -%}
-    {%- set files = run_query(query).rows | map('list') | list -%}
+    {%- set listed = [] -%}
+    {%- set tried = {} -%}
+    {%- for row in run_query(query).rows -%}
+        {%- if row[0] -%}
+            {%- do listed.append([row[1], row[2], row[3]]) -%}
+        {%- else -%}
+            {%- do tried.update({row[1] ~ '#' ~ row[2]: true}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set files = [] -%}
+    {%- for file in listed | sort if (file[0] ~ '#' ~ file[1]) not in tried -%}
+        {%- do files.append(file) -%}
+    {%- endfor -%}
     {%- if files -%}
         {#- a raw table's file listing is cached per session: refreshed after the files were
             listed, so their reads see every one of them -#}

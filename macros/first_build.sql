@@ -54,15 +54,3 @@
     {%- endfor -%}
     {{ return(columns) }}
 {% endmacro %}
-
-{#
-    purpose: dbt-spark's append (an incremental run's insert), skipped when the model found
-    nothing new (`_changelake_batch_is_empty`): an insert of no rows still writes an empty
-    parquet file, so a feed without new files would add one to its table on every run
-#}
-{% macro get_insert_into_sql(source_relation, target_relation) %}
-    {%- if _changelake_batch_is_empty() -%}
-        {{ return('select 1 as changelake_nothing_new where false') }}
-    {%- endif -%}
-    {{ return(dbt.get_insert_into_sql(source_relation, target_relation)) }}
-{% endmacro %}

@@ -54,7 +54,11 @@
     drop the old table (a run killed in between moves them again: the segment is replaced);
     then, from one read of every ledger (`_changelake_ledger_state`), compact the ledgers whose
     tail holds `max_tail` commits or more (see the top of this file) and merge the segments of
-    the segmented tables where `segments_max_tail` consumed batches are live (macros/segments.sql)
+    the segmented tables where `segments_max_tail` consumed batches are live (macros/segments.sql).
+    What that read found is remembered for the invocation (`changelake_run_start` in the graph
+    dict dbt shares between its hooks and nodes): each consumer's pending batches and the
+    models holding a batch, which the models and tests ask again only when a model upstream of
+    them writes in this invocation (`_changelake_written_now`)
 #}
 {% macro _changelake_maintain_ledgers(max_tail=8, segments_max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
@@ -77,22 +81,27 @@
     {%- endfor -%}
     {%- set segmented = _changelake_segmented_models() -%}
     {%- set existing = _changelake_segment_earlier_tables(segmented) -%}
-    {%- set built = {} -%}
-    {%- for model, consumer in segmented.items() if model in existing -%}
-        {%- do built.update({model: consumer}) -%}
-    {%- endfor -%}
-    {%- set state = _changelake_ledger_state(models, built) -%}
+    {%- set state = _changelake_ledger_state(models, segmented) -%}
+    {%- do graph.setdefault('changelake_run_start', {}).update(
+        {invocation_id: {'pending': state.pending, 'stored': state.stored}}) -%}
     {%- for model, commits in state.tail.items() if commits >= max_tail -%}
         {%- do _changelake_compact_ledger(model) -%}
     {%- endfor -%}
-    {%- do _changelake_merge_segments(state.live, segments_max_tail) -%}
+    {%- set live = {} -%}
+    {%- for model, segments in state.live.items() if model in existing -%}
+        {%- do live.update({model: segments}) -%}
+    {%- endfor -%}
+    {%- do _changelake_merge_segments(live, segments_max_tail) -%}
 {% endmacro %}
 
 {#
     purpose: one query over every ledger of `models`: {'tail': {model: rows in its ledger's
-    tail}, 'live': {model: its live segments that its consumer consumed, oldest first, each
-    {name, kind, rows}}} for the segmented models of `segmented` ({model: consumer}). Each
-    ledger is read once (a consumer's twice: its own rows, and the batches it consumed).
+    tail}, 'stored': [models whose ledger holds a batch, segment or base], 'live': {model: its
+    live segments that its consumer consumed, oldest first, each {name, kind, rows}}, 'pending':
+    {consumer: {model: {batch_id: rows}}}: the batches each consumer has not consumed yet} for
+    the segmented models of `segmented` ({model: consumer}). Each ledger is read once (a
+    consumer's twice: its own rows, and the batches it consumed). A batch is merged only once
+    consumed, so a pending batch is a live one.
 #}
 {% macro _changelake_ledger_state(models, segmented) %}
     {%- set consumed_selects = [] -%}
@@ -131,6 +140,7 @@
                 batch_id,
                 grouping(batch_id) = 1 as is_model,
                 count_if(in_tail) as tail_rows,
+                count_if(kind in ('batch', 'segment', 'base')) > 0 as is_stored,
                 max(case when kind in ('batch', 'segment') then kind end) as kind,
                 max(case when kind in ('batch', 'segment') then committed_at end) as committed_at,
                 max(case when kind in ('batch', 'segment') then rows_written end) as rows_written,
@@ -152,30 +162,48 @@
                 'select cast(null as string) as model, cast(null as string) as consumer') }}
         )
 
+        -- unordered: a global sort would cost a sampling job; the segments are ordered below
         select
             state.model,
+            state.committed_at,
             state.batch_id,
             state.is_model,
             state.tail_rows,
             state.kind,
             state.rows_written,
-            state.is_merged or consumed.batch_id is not null as is_consumed
+            state.is_merged or consumed.batch_id is not null as is_consumed,
+            state.is_stored,
+            owners.consumer
         from state
         left join owners on state.model = owners.model
         left join consumed
             on owners.consumer = consumed.consumer and state.batch_id = consumed.batch_id
         where state.is_model or (state.is_live and owners.model is not null)
-        order by state.model, state.committed_at, state.batch_id
     {%- endset -%}
-    {%- set out = {'tail': {}, 'live': {}} -%}
+    {%- set out = {'tail': {}, 'stored': [], 'live': {}, 'pending': {}} -%}
+    {%- for consumer in segmented.values() -%}
+        {%- do out.pending.setdefault(consumer, {}) -%}
+    {%- endfor -%}
     {%- if not models -%}
         {{ return(out) }}
     {%- endif -%}
+    {%- set segments = [] -%}
     {%- for row in run_query(query) -%}
-        {%- if row[2] -%}
-            {%- do out.tail.update({row[0]: row[3]}) -%}
-        {%- elif row[6] -%}
-            {%- do out.live.setdefault(row[0], []).append({'name': row[1], 'kind': row[4], 'rows': row[5]}) -%}
+        {%- if row[3] -%}
+            {%- do out.tail.update({row[0]: row[4]}) -%}
+            {%- if row[8] -%}
+                {%- do out.stored.append(row[0]) -%}
+            {%- endif -%}
+        {%- else -%}
+            {#- model, commit time and batch first: sorting orders them by those -#}
+            {%- do segments.append(row | list) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- for row in segments | sort -%}
+        {%- if row[7] -%}
+            {%- do out.live.setdefault(row[0], []).append({'name': row[2], 'kind': row[5], 'rows': row[6]}) -%}
+        {%- elif row[5] == 'batch' -%}
+            {%- do out.pending[row[9]].setdefault(row[0], {}).update({row[2]: row[6]}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(out) }}
@@ -221,6 +249,25 @@
     {%- if clauses -%}
         {%- do run_query('alter table ' ~ relation ~ ' drop if exists ' ~ clauses | join(', ')) -%}
     {%- endif -%}
+{% endmacro %}
+
+{# purpose: what this invocation's start found in the ledgers (`_changelake_maintain_ledgers`); {} when it did not run #}
+{% macro _changelake_run_start() %}
+    {{ return(graph.get('changelake_run_start', {}).get(invocation_id, {})) }}
+{% endmacro %}
+
+{#
+    purpose: remember that this model writes in this invocation (its materialization runs more
+    than its hooks), so that what the run's start read of its ledger is asked again
+#}
+{% macro _changelake_note_written() %}
+    {%- do graph.setdefault('changelake_written', {}).setdefault(invocation_id, []).append(this.identifier) -%}
+{% endmacro %}
+
+{# purpose: whether any of `models` (identifiers) writes or wrote in this invocation #}
+{% macro _changelake_written_now(models) %}
+    {%- set written = graph.get('changelake_written', {}).get(invocation_id, []) -%}
+    {{ return(models | select('in', written) | list | length > 0) }}
 {% endmacro %}
 
 {# purpose: identifiers of every incremental model in the project (each has a ledger) #}

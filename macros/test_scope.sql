@@ -151,9 +151,15 @@
     batch to one of them at least) and `only_now` (no batch, segment or base of another
     invocation is in any of them: a first build). Asked only by tests, which run after every
     model they read has finished, so the answers are final: they are remembered per store for
-    the invocation (in the graph dict dbt shares between its nodes).
+    the invocation (in the graph dict dbt shares between its nodes). When none of the stores
+    ran more than its hooks in this invocation (`_changelake_written_now`), none committed a
+    batch, and no ledger is read.
 #}
 {% macro _changelake_stores_now(stores) %}
+    {%- if _changelake_run_start() and not _changelake_written_now(stores) -%}
+        {#- none of them ran more than its hooks: none committed a batch -#}
+        {{ return({'committed': false, 'only_now': false}) }}
+    {%- endif -%}
     {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
     {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
     {%- if unknown -%}

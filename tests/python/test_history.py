@@ -248,10 +248,18 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
         spark.sql(f"drop table {s}.changelake_ledger__{model}")
     tables = ("decoded_pg_inventory", "int_changes_unioned")
     files = {table: table_files(spark, f"{s}.{table}") for table in tables}
-    dbt("build")
+    idle = dbt("build")
     assert history(spark, s) == expected
     # nothing new: not even an empty file is added to a table
     assert {table: table_files(spark, f"{s}.{table}") for table in tables} == files
+    # and each incremental model ran its hooks alone (no temporary view, describe or insert)
+    messages = {
+        result.node.name: result.message
+        for result in idle.result.results
+        if result.node.resource_type == "model" and result.node.config.materialized == "incremental"
+    }
+    assert len(messages) >= 3, messages
+    assert set(messages.values()) == {"nothing new"}, messages
     assert not spark.sql(f"show tables in {s} like 'changelake_batches__*'").collect()
     migrated = spark.sql(f"show partitions {s}.changelake_ledger__int_history_versions")
     assert "segment=earlier" in [r[0] for r in migrated.collect()]
