@@ -56,9 +56,9 @@
     tail holds `max_tail` commits or more (see the top of this file) and merge the segments of
     the segmented tables where `segments_max_tail` consumed batches are live (macros/segments.sql).
     What that read found is remembered for the invocation (`changelake_run_start` in the graph
-    dict dbt shares between its hooks and nodes): each consumer's pending batches and the
-    models holding a batch, which the models and tests ask again only when a model upstream of
-    them writes in this invocation (`_changelake_written_now`)
+    dict dbt shares between its hooks and nodes): each consumer's pending batches, which the
+    change log and the history ask again only when a model upstream of them writes in this
+    invocation (`_changelake_written_now`)
 #}
 {% macro _changelake_maintain_ledgers(max_tail=8, segments_max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
@@ -83,7 +83,7 @@
     {%- set existing = _changelake_segment_earlier_tables(segmented) -%}
     {%- set state = _changelake_ledger_state(models, segmented) -%}
     {%- do graph.setdefault('changelake_run_start', {}).update(
-        {invocation_id: {'pending': state.pending, 'stored': state.stored}}) -%}
+        {invocation_id: {'pending': state.pending}}) -%}
     {%- for model, commits in state.tail.items() if commits >= max_tail -%}
         {%- do _changelake_compact_ledger(model) -%}
     {%- endfor -%}
@@ -96,12 +96,11 @@
 
 {#
     purpose: one query over every ledger of `models`: {'tail': {model: rows in its ledger's
-    tail}, 'stored': [models whose ledger holds a batch, segment or base], 'live': {model: its
-    live segments that its consumer consumed, oldest first, each {name, kind, rows}}, 'pending':
-    {consumer: {model: {batch_id: rows}}}: the batches each consumer has not consumed yet} for
-    the segmented models of `segmented` ({model: consumer}). Each ledger is read once (a
-    consumer's twice: its own rows, and the batches it consumed). A batch is merged only once
-    consumed, so a pending batch is a live one.
+    tail}, 'live': {model: its live segments that its consumer consumed, oldest first, each
+    {name, kind, rows}}, 'pending': {consumer: {model: {batch_id: rows}}}: the batches each
+    consumer has not consumed yet} for the segmented models of `segmented` ({model: consumer}).
+    Each ledger is read once (a consumer's twice: its own rows, and the batches it consumed). A
+    batch is merged only once consumed, so a pending batch is a live one.
 #}
 {% macro _changelake_ledger_state(models, segmented) %}
     {%- set consumed_selects = [] -%}
@@ -140,7 +139,6 @@
                 batch_id,
                 grouping(batch_id) = 1 as is_model,
                 count_if(in_tail) as tail_rows,
-                count_if(kind in ('batch', 'segment', 'base')) > 0 as is_stored,
                 max(case when kind in ('batch', 'segment') then kind end) as kind,
                 max(case when kind in ('batch', 'segment') then committed_at end) as committed_at,
                 max(case when kind in ('batch', 'segment') then rows_written end) as rows_written,
@@ -172,7 +170,6 @@
             state.kind,
             state.rows_written,
             state.is_merged or consumed.batch_id is not null as is_consumed,
-            state.is_stored,
             owners.consumer
         from state
         left join owners on state.model = owners.model
@@ -180,7 +177,7 @@
             on owners.consumer = consumed.consumer and state.batch_id = consumed.batch_id
         where state.is_model or (state.is_live and owners.model is not null)
     {%- endset -%}
-    {%- set out = {'tail': {}, 'stored': [], 'live': {}, 'pending': {}} -%}
+    {%- set out = {'tail': {}, 'live': {}, 'pending': {}} -%}
     {%- for consumer in segmented.values() -%}
         {%- do out.pending.setdefault(consumer, {}) -%}
     {%- endfor -%}
@@ -191,9 +188,6 @@
     {%- for row in run_query(query) -%}
         {%- if row[3] -%}
             {%- do out.tail.update({row[0]: row[4]}) -%}
-            {%- if row[8] -%}
-                {%- do out.stored.append(row[0]) -%}
-            {%- endif -%}
         {%- else -%}
             {#- model, commit time and batch first: sorting orders them by those -#}
             {%- do segments.append(row | list) -%}
@@ -203,7 +197,7 @@
         {%- if row[7] -%}
             {%- do out.live.setdefault(row[0], []).append({'name': row[2], 'kind': row[5], 'rows': row[6]}) -%}
         {%- elif row[5] == 'batch' -%}
-            {%- do out.pending[row[9]].setdefault(row[0], {}).update({row[2]: row[6]}) -%}
+            {%- do out.pending[row[8]].setdefault(row[0], {}).update({row[2]: row[6]}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(out) }}
