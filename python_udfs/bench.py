@@ -595,8 +595,14 @@ def large_file_bench(
     from python_udfs.project import land_files
 
     data = work / "large-source"
+    # the files repeat these records to their size: a few thousand serve files of kilobytes
+    events = 20_000 if max(sizes) >= 2**26 else 2_000
     generate(
-        data, events=20_000, keys=500, batches=1, feeds=["pg_inventory", "sqlserver_inventory"]
+        data,
+        events=events,
+        keys=events // 40,
+        batches=1,
+        feeds=["pg_inventory", "sqlserver_inventory"],
     )
     (batch,) = generator.batch_folders(data)
     # the generator's few malformed records are left out: every record of the file decodes,
