@@ -198,6 +198,9 @@ def test_connect_target_runs_on_a_spark_connect_server(servers, tmp_path):
             f"jdbc:derby:;databaseName={tmp_path / 'server-metastore'};create=true",
             "--conf",
             "spark.ui.enabled=false",
+            # a few records: two shuffle partitions, as the suite's embedded session
+            "--conf",
+            "spark.sql.shuffle.partitions=2",
         ],
         port,
     )
