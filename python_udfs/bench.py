@@ -595,7 +595,8 @@ def large_file_bench(
     from python_udfs.project import land_files
 
     data = work / "large-source"
-    # the files repeat these records to their size: a few thousand serve files of kilobytes
+    # the files repeat these records to their size: under 64 MiB (the smoke test's files of
+    # kilobytes) 2,000 generated changes serve as well as 20,000
     events = 20_000 if max(sizes) >= 2**26 else 2_000
     generate(
         data,
