@@ -350,20 +350,40 @@
 {% endmacro %}
 
 {#
+    purpose: SQL (a select, the columns of int_records_unioned) of the records that this
+    invocation's decoded batches hold: each feed whose decoded model committed a batch in this
+    invocation, read through its staging by the batch id, a literal. The read prunes to the
+    batch's files and runs no query of the ledger, where reading int_records_unioned runs one
+    per feed (its staging views find the live segments with a scalar subquery), however few of
+    its rows a build's data tests look at. Ask it only in tests (every model has finished).
+#}
+{% macro changelake_this_build_records() %}
+    {%- set selects = [] -%}
+    {%- for node in (_changelake_landing_nodes() if execute else []) -%}
+        {%- if _changelake_stores_now(['decoded_' ~ node.name]).committed -%}
+            {%- do selects.append('select * from (' ~ changelake_staging(node.name, [invocation_id])
+                ~ ') as decoded_' ~ node.name) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(selects | join('\nunion all\n') if selects
+        else 'select * from ' ~ ref('int_records_unioned') ~ ' where false') }}
+{% endmacro %}
+
+{#
     purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
     the `landing` source, one row per feed; an empty relation when there are none. With
-    `scope` (a predicate over the decoded records), only the files its records came from are
-    read: they are listed first, and named to the raw tables as literals, so no other file is
-    opened ('false': none, without a query).
+    `records` (a select of decoded records: this build's, `changelake_this_build_records`),
+    only the files those records came from are read: they are listed first, and named to the
+    raw tables as literals, so no other file is opened. 'false': none, without a query.
 #}
-{% macro changelake_landed_records(scope='true') %}
+{% macro changelake_landed_records(records='true') %}
     {%- set files = {} -%}
-    {%- if scope not in ('true', 'false') and execute -%}
-        {%- for row in run_query('select distinct feed, landed_file from ' ~ ref('int_records_unioned')
-            ~ ' where ' ~ scope) -%}
+    {%- if records not in ('true', 'false') and execute -%}
+        {%- for row in run_query('select distinct feed, landed_file from (' ~ records ~ ') as records') -%}
             {%- do files.setdefault(row[0], []).append(_changelake_literal(row[1])) -%}
         {%- endfor -%}
     {%- endif -%}
+    {%- set scope = 'true' if records == 'true' else 'false' if records == 'false' else 'listed' -%}
     {%- set selects = [] -%}
     {%- for node in _changelake_landing_nodes() if scope == 'true' or node.name in files -%}
         {%- set select -%}

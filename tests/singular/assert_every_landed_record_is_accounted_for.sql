@@ -10,15 +10,19 @@
     and `dbt run` account for the records their own decoded batches hold (test_scope.sql): the
     lines of the files those batches tried, those records' classes, and that each distinct
     change among them (a pair: once both halves have landed, in any batch) is in the change log.
+    Those records are read from the feeds' batches by literals (changelake_this_build_records),
+    not through int_records_unioned, whose reads find every feed's live segments first.
 -#}
 {%- set changed = changelake_relation_changed(ref('int_records_unioned'))
     or changelake_relation_changed(ref('cdc_change_log')) %}
-{%- set this_build = changelake_this_build_rows() %}
-{%- set per_batch = this_build != 'true' %}
+{%- set per_batch = changelake_this_build_rows() != 'true' %}
+{%- set this_build = changelake_this_build_records() if per_batch and changed else none %}
+{%- set read = ref('int_records_unioned') if not per_batch
+    else '(' ~ (this_build or 'select * from ' ~ ref('int_records_unioned') ~ ' where false') ~ ') as this_build' %}
 with
 
 int_records_unioned as (
-    select * from {{ ref('int_records_unioned') }}
+    select * from {{ read }}
 ),
 
 cdc_change_log as (
@@ -26,20 +30,15 @@ cdc_change_log as (
 ),
 
 landed as (
-    {{ changelake_landed_records(this_build if changed else 'false') }}
+    {{ changelake_landed_records(this_build or 'false' if per_batch else 'true') }}
 ),
 
-every_record as (
+records as (
     select
         *,
         concat(landed_file, '#', landed_line) as record_id,
         {{ changelake_is_update_half() }} as is_update_half
     from int_records_unioned
-),
-
-records as (
-    select * from every_record
-    where {{ this_build }}
 ),
 
 decoded as (
