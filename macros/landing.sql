@@ -355,7 +355,8 @@
     invocation, read through its staging by the batch id, a literal. The read prunes to the
     batch's files and runs no query of the ledger, where reading int_records_unioned runs one
     per feed (its staging views find the live segments with a scalar subquery), however few of
-    its rows a build's data tests look at. Ask it only in tests (every model has finished).
+    its rows a build's data tests look at. None when no feed committed a batch in this
+    invocation. Ask it only in tests (every model has finished).
 #}
 {% macro changelake_this_build_records() %}
     {%- set selects = [] -%}
@@ -365,8 +366,7 @@
                 ~ ') as decoded_' ~ node.name) -%}
         {%- endif -%}
     {%- endfor -%}
-    {{ return(selects | join('\nunion all\n') if selects
-        else 'select * from ' ~ ref('int_records_unioned') ~ ' where false') }}
+    {{ return(selects | join('\nunion all\n') if selects else none) }}
 {% endmacro %}
 
 {#

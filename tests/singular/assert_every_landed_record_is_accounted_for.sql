@@ -30,7 +30,7 @@ cdc_change_log as (
 ),
 
 landed as (
-    {{ changelake_landed_records(this_build or 'false' if per_batch else 'true') }}
+    {{ changelake_landed_records((this_build or 'false') if per_batch else 'true') }}
 ),
 
 records as (
