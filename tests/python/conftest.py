@@ -7,10 +7,11 @@ invocation takes about a second. So the suite starts one session (through the sa
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +47,34 @@ def spark(state_dir: Path) -> Iterator[Any]:
     RUNTIME.stop()
 
 
+def dbt_target_path(root: Path, schema: str, args: Sequence[str]) -> Path:
+    """A dbt target folder under ``root`` for builds of ``schema`` with the command-line vars
+    in ``args``. dbt keeps its parsed project there and parses the whole project again (~4 s)
+    when the profile's schema or the vars differ from what it kept: one folder per pair keeps
+    partial parsing when a test switches between worlds or vars and back."""
+    parts = [schema] + [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--vars"]
+    return root / hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def target_dir() -> Path:
+    """The target folder of the last dbt run in this process."""
+    return Path(os.environ.get("DBT_TARGET_PATH") or PROJECT / "target")
+
+
 class Dbt:
     """Runs dbt in-process on the shared session against a landing root of the test's own."""
 
-    def __init__(self, landing_root: Path, schema: str) -> None:
+    def __init__(self, landing_root: Path, schema: str, targets: Path) -> None:
         self.landing_root = landing_root
         self.schema = schema
+        self.targets = targets
 
     def __call__(self, *args: str) -> Any:
         from python_udfs.project import run_dbt
 
         os.environ["CHANGELAKE_LANDING_ROOT"] = str(self.landing_root)
         os.environ["CHANGELAKE_SCHEMA"] = self.schema
+        os.environ["DBT_TARGET_PATH"] = str(dbt_target_path(self.targets, self.schema, args))
         code, result = run_dbt(list(args))
         assert code == 0, f"dbt {' '.join(args)} exited {code}: {result.exception or ''}"
         return result
@@ -69,12 +86,20 @@ class Dbt:
         return Path(shutil.copy2(source, dest / source.name))
 
 
+@pytest.fixture(scope="session")
+def dbt_targets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The dbt target folders of the suite's in-process builds (see ``dbt_target_path``)."""
+    return tmp_path_factory.mktemp("dbt-targets")
+
+
 @pytest.fixture
-def dbt(spark: Any, tmp_path: Path, request: pytest.FixtureRequest) -> Dbt:
-    """A dbt runner with a fresh landing root and its own target schema."""
-    schema = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[:60]
+def dbt(spark: Any, tmp_path: Path, dbt_targets: Path) -> Dbt:
+    """A dbt runner with a fresh landing root and a fresh target schema. Every test's world
+    has the same schema name, dropped first: dbt's parsed project (in the target folder of that
+    schema) then serves the next test's builds too, without parsing it again."""
+    schema = "t_world"
     spark.sql(f"drop schema if exists {schema} cascade")
-    return Dbt(tmp_path / "landing", schema)
+    return Dbt(tmp_path / "landing", schema, dbt_targets)
 
 
 @pytest.fixture(scope="session")

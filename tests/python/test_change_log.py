@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import target_dir
 
 from python_udfs import decode
 
@@ -412,7 +413,7 @@ def feeds_read_once(spark, schema: str) -> dict[str, int]:
     decoded table, run again: the new records are computed once and reused wherever the query
     names them, not read and staged again in each place. Counted in the physical plan as it
     ran (adaptive query stages entered, reused exchanges not: they read nothing again)."""
-    compiled = PROJECT / "target/compiled/changelake/models/intermediate/int_changes_unioned.sql"
+    compiled = target_dir() / "compiled/changelake/models/intermediate/int_changes_unioned.sql"
     query = spark.sql(compiled.read_text())
     query.collect()
     tables: list[str] = []
@@ -541,11 +542,9 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     # a generic test the same way: a build that did not change the log's store passes it
     # without a query of the log (its failures query is a constant); `dbt test` queries the
     # log and finds the duplicate
-    from python_udfs import runtime
-
     unique = ["--select", "unique_cdc_change_log_change_id"]
     assert run_dbt(["build", *unique])[0] == 0
-    (ran,) = (runtime.project_dir() / "target" / "run").rglob("unique_cdc_change_log_change_id.sql")
+    (ran,) = (target_dir() / "run").rglob("unique_cdc_change_log_change_id.sql")
     constant = "select 0 as failures, false as should_warn, false as should_error"
     assert ran.read_text().split() == constant.split()
     assert run_dbt(["test", *unique])[0] == 1

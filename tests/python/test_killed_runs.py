@@ -16,10 +16,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from conftest import dbt_target_path
 
 PROJECT = Path(__file__).resolve().parents[2]
 CHANGELAKE = Path(sys.executable).parent / "changelake"
@@ -50,9 +51,11 @@ def _results_sql(schema: str) -> str:
     )
 
 
-def _env(state: Path) -> dict[str, str]:
+def _env(state: Path, args: Sequence[str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CHANGELAKE_", "PYSPARK"))}
     env.update(
+        # dbt's parsed project, kept per vars between these builds' processes
+        DBT_TARGET_PATH=str(dbt_target_path(state.parent / "targets", "changelake", args)),
         CHANGELAKE_STATE_DIR=str(state),
         CHANGELAKE_LANDING_ROOT=str(state.parent / "landing"),
         CHANGELAKE_DRIVER_MEMORY="1g",
@@ -70,7 +73,7 @@ def _build(
     with (state.parent / "runtime.log").open("a") as runtime_log:
         proc = subprocess.Popen(
             [str(CHANGELAKE), "dbt", "run", *args],
-            env=_env(state),
+            env=_env(state, args),
             cwd=state.parent,
             stdout=subprocess.DEVNULL,
             stderr=runtime_log,  # the runtime's own lines (`changelake: ...`), and dbt's errors
@@ -113,7 +116,7 @@ def _last_build(state: Path, *args: str) -> dict[str, list]:
     """Run the last build (with dbt ``args``) and read its results in the same process."""
     done = subprocess.run(
         [sys.executable, "-c", LAST_BUILD, _results_sql("changelake"), *args],
-        env=_env(state),
+        env=_env(state, args),
         cwd=state.parent,
         capture_output=True,
         text=True,
