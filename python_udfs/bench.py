@@ -413,6 +413,17 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
+def _world(work: Path, landing: Path, schema: str) -> Any:
+    """The environment of dbt builds of one world: its landing root, its schema, and a dbt
+    target folder of its own, where dbt keeps the project it parsed for that schema (one folder
+    for every world would be parsed again, whole, at each switch between worlds)."""
+    return _environment(
+        CHANGELAKE_LANDING_ROOT=str(landing),
+        CHANGELAKE_SCHEMA=schema,
+        DBT_TARGET_PATH=str(work / "dbt-targets" / schema),
+    )
+
+
 def _dbt(*args: str) -> Any:
     from python_udfs.project import run_dbt
 
@@ -491,7 +502,7 @@ def pipeline_bench(spark: Any, work: Path, events: int, label: str) -> dict[str,
     home = runtime.project_dir()
     first, last = generator.batch_folders(data)
     result: dict[str, Any] = {"events": events, "records": 0}
-    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+    with _world(work, landing, schema):
         with MemoryPeaks() as memory:
             for feed_dir in sorted(first.iterdir()):
                 land_files(feed_dir.name, [feed_dir], str(landing), home)
@@ -636,7 +647,7 @@ def large_file_bench(
             shutil.rmtree(landing, ignore_errors=True)
             schema = "bench_large"
             spark.sql(f"drop schema if exists {schema} cascade")
-            with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+            with _world(work, landing, schema):
                 land_files(feed, [source], str(landing), home)
                 with HeapPeak(spark) as heap:
                     seconds = timed(lambda feed=feed: _dbt("run", "--select", f"decoded_{feed}"))
@@ -717,7 +728,7 @@ def fresh_storage(spark: Any, work: Path, batches: list[Path]) -> int:
     shutil.rmtree(landing, ignore_errors=True)
     schema = "bench_age_fresh"
     spark.sql(f"drop schema if exists {schema} cascade")
-    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+    with _world(work, landing, schema):
         _land_batches(batches, landing)
         _dbt("run")
         size = storage_bytes(spark, schema)
@@ -742,7 +753,7 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
     checkpoints = sorted({min(2, runs), runs} | ({runs // 2} if runs >= 6 else set()))
     out: dict[str, Any] = {"runs": [], "runs_count": runs, "increment": increment, "fresh": {}}
     key = None
-    with _environment(CHANGELAKE_LANDING_ROOT=str(landing), CHANGELAKE_SCHEMA=schema):
+    with _world(work, landing, schema):
         for number, batch in enumerate(batches, 1):
             _land_batches([batch], landing)
             failed = ""
