@@ -203,7 +203,7 @@ new_records as (
 
 logged as (
     select * from {{ this }} as change_log
-    where {{ changelake_committed('change_log', this.identifier) }}
+    where {{ changelake_committed_in_run('change_log', this.identifier) }}
 ),
 
 -- DataWorks update halves logged by earlier runs (few: only halves whose partner landed in a

@@ -65,7 +65,7 @@
         from {{ this }} as decoded
         left semi join listed
             on decoded.landed_file = listed.landed_file and decoded.landed_file_size = listed.landed_file_size
-        where {{ changelake_committed('decoded', this.identifier) }}
+        where {{ changelake_committed_in_run('decoded', this.identifier) }}
             and decoded.landed_line is null
         {%- endif %}
     {%- endset -%}

@@ -415,7 +415,7 @@ with
 
 changes as (
     select * from {{ ref(changes_model) }} as logged
-    where {{ changelake_committed('logged', changes_model) }}
+    where {{ changelake_committed_in_run('logged', changes_model, pending | list if incremental else none) }}
 ),
 
 new_changes as (
@@ -758,7 +758,7 @@ classified as (
     changes as (
         select * from {{ ref(changes_model) }} as logged
         where {{ changelake_pending_rows(pending, 'logged') }}
-            and {{ changelake_committed('logged', changes_model) }}
+            and {{ changelake_committed_in_run('logged', changes_model, pending | list) }}
     ),
 
     new_events as (

@@ -58,7 +58,8 @@
     What that read found is remembered for the invocation (`changelake_run_start` in the graph
     dict dbt shares between its hooks and nodes): each consumer's pending batches, which the
     change log and the history ask again only when a model upstream of them writes in this
-    invocation (`_changelake_written_now`)
+    invocation (`_changelake_written_now`), and each segmented model's live segments after the
+    merges (`changelake_committed_in_run`, macros/segments.sql)
 #}
 {% macro _changelake_maintain_ledgers(max_tail=8, segments_max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
@@ -82,8 +83,14 @@
     {%- set segmented = _changelake_segmented_models() -%}
     {%- set existing = _changelake_segment_earlier_tables(segmented) -%}
     {%- set state = _changelake_ledger_state(models, segmented) -%}
+    {#- each segmented model's live segments by name: consumed ones and pending batches -#}
+    {%- set live_names = {} -%}
+    {%- for model, consumer in segmented.items() -%}
+        {%- do live_names.update({model: (state.live.get(model, []) | map(attribute='name') | list)
+            + (state.pending[consumer].get(model, {}).keys() | list)}) -%}
+    {%- endfor -%}
     {%- do graph.setdefault('changelake_run_start', {}).update(
-        {invocation_id: {'pending': state.pending}}) -%}
+        {invocation_id: {'pending': state.pending, 'live_segments': live_names}}) -%}
     {%- for model, commits in state.tail.items() if commits >= max_tail -%}
         {%- do _changelake_compact_ledger(model) -%}
     {%- endfor -%}
@@ -91,7 +98,7 @@
     {%- for model, segments in state.live.items() if model in existing -%}
         {%- do live.update({model: segments}) -%}
     {%- endfor -%}
-    {%- do _changelake_merge_segments(live, segments_max_tail) -%}
+    {%- do _changelake_merge_segments(live, segments_max_tail, live_names) -%}
 {% endmacro %}
 
 {#

@@ -76,6 +76,30 @@
 {% endmacro %}
 
 {#
+    purpose: SQL predicate like `changelake_committed`, for the queries a run's incremental
+    models run while they build (a decoded model's look for its tried files, the change log's
+    and the history's reads of what is logged): the live segments as literals, those the run's
+    start found and left after its merges (`_changelake_run_start`), with `committed_now`, the
+    batches of the model committed since in this invocation, which the caller knows. Literals
+    prune the read to those partitions when the query is planned, and no ledger is queried:
+    the scalar subquery is two Spark jobs of its own in every query that names it. Where the
+    run's start did not read the ledgers, or the model wrote in this invocation and the caller
+    gives no `committed_now`, it is `changelake_committed`; the views and the tests, read
+    after the run too, always use that.
+#}
+{% macro changelake_committed_in_run(relation_alias, model_identifier, committed_now=none) %}
+    {%- set live = _changelake_run_start().get('live_segments', {}).get(model_identifier) -%}
+    {%- if live is none or (committed_now is none and _changelake_written_now([model_identifier])) -%}
+        {{ return(changelake_committed(relation_alias, model_identifier)) }}
+    {%- endif -%}
+    {%- set names = (live + (committed_now or []) | list) | unique | list -%}
+    {%- if not names -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {{ return(relation_alias ~ '.segment in ' ~ _changelake_sql_list(names)) }}
+{% endmacro %}
+
+{#
     purpose: SQL predicate true for rows (of `relation_alias`, optional) of the `batches` given
     (a list of batch ids not consumed yet, so each still in its own segment): the segment filter
     prunes the read to their files
@@ -89,13 +113,16 @@
 {#
     purpose: on-run-start: merge the segments of every segmented model where `max_tail` consumed
     batches are live (see the top of this file); `live` is each model's live consumed segments,
-    oldest first (from `_changelake_ledger_state`, macros/ledger.sql)
+    oldest first (from `_changelake_ledger_state`, macros/ledger.sql); `live_names`, each
+    model's live segments by name, is updated to what the merges leave
 #}
-{% macro _changelake_merge_segments(live, max_tail=8) %}
+{% macro _changelake_merge_segments(live, max_tail=8, live_names={}) %}
     {%- for model, segments in live.items() -%}
         {%- set merged = _changelake_segments_to_merge(segments, max_tail) -%}
         {%- if merged -%}
             {%- do _changelake_merge(model, merged) -%}
+            {%- do live_names.update({model: (live_names.get(model, []) | reject('in', merged) | list)
+                + ['merged-' ~ invocation_id]}) -%}
         {%- endif -%}
     {%- endfor -%}
 {% endmacro %}
