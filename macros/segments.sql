@@ -116,13 +116,15 @@
     oldest first (from `_changelake_ledger_state`, macros/ledger.sql); `live_names`, each
     model's live segments by name, is updated to what the merges leave
 #}
-{% macro _changelake_merge_segments(live, max_tail=8, live_names={}) %}
+{% macro _changelake_merge_segments(live, max_tail=8, live_names=none) %}
     {%- for model, segments in live.items() -%}
         {%- set merged = _changelake_segments_to_merge(segments, max_tail) -%}
         {%- if merged -%}
             {%- do _changelake_merge(model, merged) -%}
-            {%- do live_names.update({model: (live_names.get(model, []) | reject('in', merged) | list)
-                + ['merged-' ~ invocation_id]}) -%}
+            {%- if live_names is not none -%}
+                {%- do live_names.update({model: (live_names.get(model, []) | reject('in', merged) | list)
+                    + ['merged-' ~ invocation_id]}) -%}
+            {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
 {% endmacro %}

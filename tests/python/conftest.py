@@ -56,11 +56,6 @@ def dbt_target_path(root: Path, schema: str, args: Sequence[str]) -> Path:
     return root / hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def target_dir() -> Path:
-    """The target folder of the last dbt run in this process."""
-    return Path(os.environ.get("DBT_TARGET_PATH") or PROJECT / "target")
-
-
 class Dbt:
     """Runs dbt in-process on the shared session against a landing root of the test's own."""
 
@@ -68,14 +63,24 @@ class Dbt:
         self.landing_root = landing_root
         self.schema = schema
         self.targets = targets
+        self.target_path = PROJECT / "target"  # of the last call
 
     def __call__(self, *args: str) -> Any:
         from python_udfs.project import run_dbt
 
         os.environ["CHANGELAKE_LANDING_ROOT"] = str(self.landing_root)
         os.environ["CHANGELAKE_SCHEMA"] = self.schema
-        os.environ["DBT_TARGET_PATH"] = str(dbt_target_path(self.targets, self.schema, args))
-        code, result = run_dbt(list(args))
+        self.target_path = dbt_target_path(self.targets, self.schema, args)
+        # this call's alone: other projects (copies of this one) and subprocesses keep theirs
+        saved = os.environ.get("DBT_TARGET_PATH")
+        os.environ["DBT_TARGET_PATH"] = str(self.target_path)
+        try:
+            code, result = run_dbt(list(args))
+        finally:
+            if saved is None:
+                del os.environ["DBT_TARGET_PATH"]
+            else:
+                os.environ["DBT_TARGET_PATH"] = saved
         assert code == 0, f"dbt {' '.join(args)} exited {code}: {result.exception or ''}"
         return result
 

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import target_dir
 
 from python_udfs import decode
 
@@ -386,7 +385,7 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     dbt("build")
     # the pending records of the two feeds with new files read once each; the feeds that
     # landed nothing new are not read at all
-    scans = feeds_read_once(spark, s)
+    scans = feeds_read_once(spark, dbt.target_path)
     assert scans == {"decoded_pg_inventory": 1, "decoded_dataworks_inventory": 1}, scans
     second = change_log(spark, s)
     assert second == reference_change_log(landed)
@@ -408,12 +407,12 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     assert change_log(spark, s) == second
 
 
-def feeds_read_once(spark, schema: str) -> dict[str, int]:
+def feeds_read_once(spark, target: Path) -> dict[str, int]:
     """How often the change log's last incremental query (as dbt compiled it) scans each
     decoded table, run again: the new records are computed once and reused wherever the query
     names them, not read and staged again in each place. Counted in the physical plan as it
     ran (adaptive query stages entered, reused exchanges not: they read nothing again)."""
-    compiled = target_dir() / "compiled/changelake/models/intermediate/int_changes_unioned.sql"
+    compiled = target / "compiled/changelake/models/intermediate/int_changes_unioned.sql"
     query = spark.sql(compiled.read_text())
     query.collect()
     tables: list[str] = []
@@ -544,7 +543,7 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     # log and finds the duplicate
     unique = ["--select", "unique_cdc_change_log_change_id"]
     assert run_dbt(["build", *unique])[0] == 0
-    (ran,) = (target_dir() / "run").rglob("unique_cdc_change_log_change_id.sql")
+    (ran,) = (PROJECT / "target" / "run").rglob("unique_cdc_change_log_change_id.sql")
     constant = "select 0 as failures, false as should_warn, false as should_error"
     assert ran.read_text().split() == constant.split()
     assert run_dbt(["test", *unique])[0] == 1
