@@ -755,10 +755,11 @@ classified as (
 {% macro _changelake_history_late_query(changes_model, pending, key_scan) %}
     with
 
+    -- pending batches are committed ones, each in its own live segment: named, they need no
+    -- other filter
     changes as (
         select * from {{ ref(changes_model) }} as logged
         where {{ changelake_pending_rows(pending, 'logged') }}
-            and {{ changelake_committed_in_run('logged', changes_model, pending | list) }}
     ),
 
     new_events as (
