@@ -424,7 +424,10 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     fs = path.getFileSystem(session._jsc.hadoopConfiguration())
     if not fs.exists(path):
         return []
-    tables = {t.name.lower() for t in session.catalog.listTables(schema)}
+    # the metastore's table names alone: the catalog API's listTables reads every table's
+    # whole definition (~4 s for the project's ~70 tables on the embedded metastore)
+    names = session._jsparkSession.sharedState().externalCatalog().listTables(schema)
+    tables = {names.apply(i).lower() for i in range(names.size())}
 
     def only_leftovers(folder: Any) -> bool:
         # a partitioned table's write leaves `column=value` folders holding the same leftovers

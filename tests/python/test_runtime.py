@@ -220,3 +220,32 @@ def test_jobs_left_registered_after_their_query_are_released(spark):
     while not scheduler.activeQueryToJobs().isEmpty() and time.monotonic() < deadline:
         time.sleep(0.2)  # the removals are queued on the scheduler's event loop
     assert scheduler.activeQueryToJobs().isEmpty()
+
+
+def test_a_killed_first_write_is_removed_and_nothing_else(spark):
+    """At start-up the embedded runtime removes a folder in the schema's location that no table
+    owns and that holds only what a Spark write leaves; a table's folder (whatever its case), a
+    folder holding anything else, an empty one and the location's own files stay."""
+    schema = "t_leftovers"
+    spark.sql(f"drop schema if exists {schema} cascade")
+    spark.sql(f"create schema {schema}")
+    try:
+        spark.sql(f"create table {schema}.Kept (id int) using parquet")
+        spark.sql(f"insert into {schema}.kept values (1)")
+        location = Path(spark.catalog.getDatabase(schema).locationUri.removeprefix("file:"))
+        killed = location / "killed_write"
+        (killed / "segment=a" / "_temporary" / "0").mkdir(parents=True)
+        (killed / "segment=a" / "part-00000-x.parquet").write_bytes(b"x")
+        (killed / ".part-00000-x.parquet.crc").write_bytes(b"x")
+        foreign = location / "foreign"
+        (foreign / "segment=a").mkdir(parents=True)
+        (foreign / "segment=a" / "part-00000-x.parquet").write_bytes(b"x")
+        (foreign / "notes.txt").write_text("not a write's")
+        (location / "empty").mkdir()
+        (location / "_marker").write_text("")
+        assert runtime.remove_killed_write_folders(spark, schema) == [f"file:{killed}"]
+        assert not killed.exists()
+        assert sorted(p.name for p in location.iterdir()) == ["_marker", "empty", "foreign", "kept"]
+        assert spark.sql(f"select * from {schema}.kept").count() == 1
+    finally:
+        spark.sql(f"drop schema if exists {schema} cascade")
