@@ -10,8 +10,8 @@
 
     Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
     that could not be read (a .json.gz cut short by a writer that died, or still being written)
-    has a marker and no lines: a post-hook adds its quarantine row to the same batch (and
-    segment), before the batch is committed; it is tried again when its size changes. A line
+    has a marker and no lines: the commit (a post-hook) adds its quarantine row to the same batch
+    (and segment) first; it is tried again when its size changes. A line
     that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
@@ -402,14 +402,38 @@ select * from final
 {% endmacro %}
 
 {#
-    purpose: post-hook of a decoded model, before its commit: one quarantine row (the marker's
-    copy, with the reason) for each file this batch tried that gave no line. Reads this batch
-    only (each batch writes its own parquet files, so the batch_id filter skips the others).
+    purpose: post-hook of a decoded model: commit this run's batch. One query over the batch
+    (its own parquet files: the segment and batch filters skip the others) counts its rows and
+    the files it tried that gave no line; each of those first gets its quarantine row (the
+    marker's copy, with the reason) in the same batch and segment, then the ledger row is
+    written with the rows counted (macros/ledger.sql). Nothing is written when the batch holds
+    no row.
 #}
-{% macro changelake_quarantine_unreadable_files() %}
-    {%- if _changelake_batch_is_empty() -%}
+{% macro changelake_commit_decoded_batch() %}
+    {%- if not execute or _changelake_batch_is_empty() -%}
         {{ return('') }}
-    {%- endif %}
+    {%- endif -%}
+    {%- set counted -%}
+        select coalesce(sum(file_rows), 0) as batch_rows, count_if(not has_lines) as unreadable_files
+        from (
+            select count(*) as file_rows, bool_or(landed_line is not null) as has_lines
+            from {{ this }}
+            where {{ changelake_pending_rows([invocation_id]) }}
+            group by landed_file, landed_file_size
+        ) as files
+    {%- endset -%}
+    {%- set row = run_query(counted).rows[0] -%}
+    {%- if row[1] > 0 -%}
+        {%- do run_query(_changelake_quarantine_unreadable_files()) -%}
+    {%- endif -%}
+    {{ return(changelake_commit_rows(row[0] + row[1])) }}
+{% endmacro %}
+
+{#
+    purpose: SQL adding one quarantine row (the marker's copy, with the reason) for each file
+    this batch tried that gave no line
+#}
+{% macro _changelake_quarantine_unreadable_files() %}
     insert into {{ this }} by name
     select
         markers.* except (error_reason),

@@ -283,19 +283,15 @@
     {{ return(out | sort) }}
 {% endmacro %}
 
-{# purpose: post-hook committing this run's batch of an incremental model #}
-{% macro changelake_commit_batch() %}
-    {%- if _changelake_batch_is_empty() -%}
+{#
+    purpose: SQL committing this run's batch of an incremental model, `rows` rows written (the
+    caller counted them after writing); none when it wrote nothing: the ledger grows with
+    batches, not with runs
+#}
+{% macro changelake_commit_rows(rows) %}
+    {%- if rows <= 0 -%}
         {{ return('') }}
     {%- endif %}
     insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
-    select
-        'batch' as kind,
-        '{{ invocation_id }}' as batch_id,
-        current_timestamp() as committed_at,
-        count(*) as rows_written
-    from {{ this }}
-    where segment = '{{ invocation_id }}' and batch_id = '{{ invocation_id }}'
-    -- a run that wrote nothing commits nothing: the ledger grows with batches, not with runs
-    having count(*) > 0
+    select 'batch' as kind, '{{ invocation_id }}' as batch_id, current_timestamp() as committed_at, {{ rows }}L as rows_written
 {% endmacro %}
