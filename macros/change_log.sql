@@ -44,8 +44,9 @@
     purpose: the pending batches of each incremental model named `prefix`*, {model: {batch_id:
     rows written}}: a model with none is left out (its feed landed nothing new). Read once per
     model and invocation (its body, then its commit: nothing writes those ledgers in between),
-    and not at all when none of those models wrote in this invocation: then they are what the
-    run's start found (`_changelake_run_start`, macros/ledger.sql).
+    and not at all when each of those models that wrote in this invocation said what it
+    committed (`_changelake_committed_now`, macros/ledger.sql): then they are what the run's
+    start found (`_changelake_run_start`) and those commits.
 #}
 {% macro _changelake_pending_batches_by_model(prefix='decoded_') %}
     {%- if not execute -%}
@@ -53,10 +54,14 @@
     {%- endif -%}
     {%- set upstream = _changelake_incremental_models(prefix) -%}
     {%- set at_start = _changelake_run_start().get('pending', {}).get(this.identifier) -%}
-    {%- if at_start is not none and not _changelake_written_now(upstream) -%}
+    {%- set committed_now = _changelake_committed_now(upstream) -%}
+    {%- if at_start is not none and committed_now is not none -%}
         {%- set pending = {} -%}
         {%- for model, batches in at_start.items() if model in upstream and batches -%}
-            {%- do pending.update({model: batches}) -%}
+            {%- do pending.update({model: batches.copy()}) -%}
+        {%- endfor -%}
+        {%- for model, batches in committed_now.items() -%}
+            {%- do pending.setdefault(model, {}).update(batches) -%}
         {%- endfor -%}
         {{ return(pending) }}
     {%- endif -%}
@@ -88,35 +93,37 @@
 
 {#
     purpose: post-hook committing a change-log batch together with the decoded batches it
-    consumed, in one single-file insert: either both are recorded or neither is.
+    consumed, in one single-file insert: either both are recorded or neither is. The batch's
+    rows are counted first; a batch (not a full fold's base) is remembered for the invocation
+    (`_changelake_note_committed`, macros/ledger.sql), so the history reads no ledger to find it.
 #}
 {% macro changelake_commit_consuming_batch(prefix='decoded_') %}
-    {%- if _changelake_batch_is_empty() -%}
+    {%- if not execute or _changelake_batch_is_empty() -%}
         {{ return('') }}
     {%- endif -%}
     {%- set consumed = _changelake_pending_batches(prefix) -%}
-    insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
-    select /*+ coalesce(1) */
-        kind,
-        batch_id,
-        current_timestamp() as committed_at,
-        rows_written
-    from (
-        select
-            {#- the history store's full fold is complete: a base layer (macros/history.sql) -#}
-            '{{ 'base' if _changelake_compiled_has(_changelake_full_fold()) else 'batch' }}' as kind,
-            '{{ invocation_id }}' as batch_id,
-            count(*) as rows_written
-        from {{ this }}
-        where {{ changelake_pending_rows([invocation_id]) if this.identifier in _changelake_segmented_models()
-            else "batch_id = '" ~ invocation_id ~ "'" }}
-        {%- for batch_id in consumed %}
-        union all
-        select 'consumed', '{{ batch_id }}', 0
-        {%- endfor %}
-    ) as ledger_rows
-    -- a run that wrote and consumed nothing commits nothing
-    where kind = 'consumed' or rows_written > 0
+    {#- the history store's full fold is complete: a base layer (macros/history.sql) -#}
+    {%- set kind = 'base' if _changelake_compiled_has(_changelake_full_fold()) else 'batch' -%}
+    {%- set rows = run_query('select count(*) from ' ~ this ~ ' where '
+        ~ (changelake_pending_rows([invocation_id]) if this.identifier in _changelake_segmented_models()
+            else "batch_id = '" ~ invocation_id ~ "'")).rows[0][0] | int -%}
+    {%- set ledger_rows = [] -%}
+    {%- if rows > 0 -%}
+        {%- do ledger_rows.append('(' ~ _changelake_literal(kind) ~ ', ' ~ _changelake_literal(invocation_id) ~ ', ' ~ rows ~ 'L)') -%}
+    {%- endif -%}
+    {%- for batch_id in consumed -%}
+        {%- do ledger_rows.append("('consumed', " ~ _changelake_literal(batch_id) ~ ', 0L)') -%}
+    {%- endfor -%}
+    {#- a run that wrote and consumed nothing commits nothing -#}
+    {%- if ledger_rows -%}
+        {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
+            ~ ' select /*+ coalesce(1) */ kind, batch_id, current_timestamp() as committed_at, rows_written'
+            ~ ' from values ' ~ ledger_rows | join(', ') ~ ' as ledger_rows (kind, batch_id, rows_written)') -%}
+    {%- endif -%}
+    {%- if kind == 'batch' -%}
+        {%- do _changelake_note_committed(rows) -%}
+    {%- endif -%}
+    {{ return('') }}
 {% endmacro %}
 
 {#

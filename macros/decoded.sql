@@ -426,7 +426,8 @@ select * from final
     {%- if row[1] > 0 -%}
         {%- do run_query(_changelake_quarantine_unreadable_files()) -%}
     {%- endif -%}
-    {{ return(changelake_commit_rows(row[0] + row[1])) }}
+    {%- do changelake_commit_rows(row[0] + row[1]) -%}
+    {{ return('') }}
 {% endmacro %}
 
 {#

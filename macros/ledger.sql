@@ -284,14 +284,42 @@
 {% endmacro %}
 
 {#
-    purpose: SQL committing this run's batch of an incremental model, `rows` rows written (the
-    caller counted them after writing); none when it wrote nothing: the ledger grows with
-    batches, not with runs
+    purpose: commit this run's batch of an incremental model, `rows` rows written (the caller
+    counted them after writing), and remember it for the invocation
+    (`_changelake_committed_now`); nothing is written when the batch holds no row: the ledger
+    grows with batches, not with runs
 #}
 {% macro changelake_commit_rows(rows) %}
-    {%- if rows <= 0 -%}
-        {{ return('') }}
-    {%- endif %}
-    insert into {{ changelake_ledger(this.identifier) }} {{ changelake_ledger_tail() }}
-    select 'batch' as kind, '{{ invocation_id }}' as batch_id, current_timestamp() as committed_at, {{ rows }}L as rows_written
+    {%- if rows > 0 -%}
+        {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
+            ~ " select 'batch' as kind, " ~ _changelake_literal(invocation_id) ~ ' as batch_id,'
+            ~ ' current_timestamp() as committed_at, ' ~ rows ~ 'L as rows_written') -%}
+    {%- endif -%}
+    {%- do _changelake_note_committed(rows) -%}
+{% endmacro %}
+
+{# purpose: remember that this model committed a batch of `rows` rows in this invocation (0: none) #}
+{% macro _changelake_note_committed(rows) %}
+    {%- do graph.setdefault('changelake_commits', {}).setdefault(invocation_id, {}).update(
+        {this.identifier: rows | int}) -%}
+{% endmacro %}
+
+{#
+    purpose: the batches `models` (identifiers) committed in this invocation, {model: {batch_id:
+    rows}}, a model without one left out; none when one of them wrote in this invocation and
+    did not say what it committed (its commit is not `changelake_commit_rows`)
+#}
+{% macro _changelake_committed_now(models) %}
+    {%- set written = graph.get('changelake_written', {}).get(invocation_id, []) -%}
+    {%- set commits = graph.get('changelake_commits', {}).get(invocation_id, {}) -%}
+    {%- set out = {} -%}
+    {%- for model in models if model in written -%}
+        {%- if model not in commits -%}
+            {{ return(none) }}
+        {%- endif -%}
+        {%- if commits[model] > 0 -%}
+            {%- do out.update({model: {invocation_id: commits[model]}}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(out) }}
 {% endmacro %}
