@@ -10,9 +10,9 @@
 
     Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
     that could not be read (a .json.gz cut short by a writer that died, or still being written)
-    has a marker and no lines: the commit (a post-hook) adds its quarantine row to the same batch
-    (and segment) first; it is tried again when its size changes. A line
-    that is not valid UTF-8 is quarantined, its bad bytes shown as U+FFFD.
+    has a marker and no lines: the commit (a post-hook) first adds its quarantine row to the
+    same batch (and segment); it is tried again when its size changes. A line that is not valid
+    UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
 {% macro changelake_decoded(feed) %}
     {%- if not execute -%}

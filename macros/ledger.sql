@@ -293,7 +293,7 @@
     {%- if rows > 0 -%}
         {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
             ~ " select 'batch' as kind, " ~ _changelake_literal(invocation_id) ~ ' as batch_id,'
-            ~ ' current_timestamp() as committed_at, ' ~ rows ~ 'L as rows_written') -%}
+            ~ ' current_timestamp() as committed_at, ' ~ (rows | int) ~ 'L as rows_written') -%}
     {%- endif -%}
     {%- do _changelake_note_committed(rows) -%}
 {% endmacro %}
@@ -307,7 +307,8 @@
 {#
     purpose: the batches `models` (identifiers) committed in this invocation, {model: {batch_id:
     rows}}, a model without one left out; none when one of them wrote in this invocation and
-    did not say what it committed (its commit is not `changelake_commit_rows`)
+    did not say what it committed (`_changelake_note_committed`: the decoded models' and the
+    change log's commits do; a full fold's base is not noted)
 #}
 {% macro _changelake_committed_now(models) %}
     {%- set written = graph.get('changelake_written', {}).get(invocation_id, []) -%}
