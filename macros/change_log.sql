@@ -107,19 +107,12 @@
     {%- set rows = run_query('select count(*) from ' ~ this ~ ' where '
         ~ (changelake_pending_rows([invocation_id]) if this.identifier in _changelake_segmented_models()
             else "batch_id = '" ~ invocation_id ~ "'")).rows[0][0] | int -%}
-    {%- set ledger_rows = [] -%}
-    {%- if rows > 0 -%}
-        {%- do ledger_rows.append('(' ~ _changelake_literal(kind) ~ ', ' ~ _changelake_literal(invocation_id) ~ ', ' ~ rows ~ 'L)') -%}
-    {%- endif -%}
-    {%- for batch_id in consumed -%}
-        {%- do ledger_rows.append("('consumed', " ~ _changelake_literal(batch_id) ~ ', 0L)') -%}
-    {%- endfor -%}
     {#- a run that wrote and consumed nothing commits nothing -#}
-    {%- if ledger_rows -%}
-        {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
-            ~ ' select /*+ coalesce(1) */ kind, batch_id, current_timestamp() as committed_at, rows_written'
-            ~ ' from values ' ~ ledger_rows | join(', ') ~ ' as ledger_rows (kind, batch_id, rows_written)') -%}
-    {%- endif -%}
+    {%- set ledger_rows = [[kind, invocation_id, rows]] if rows > 0 else [] -%}
+    {%- for batch_id in consumed -%}
+        {%- do ledger_rows.append(['consumed', batch_id, 0]) -%}
+    {%- endfor -%}
+    {%- do _changelake_insert_ledger_rows(ledger_rows) -%}
     {%- if kind == 'batch' -%}
         {%- do _changelake_note_committed(rows) -%}
     {%- endif -%}

@@ -290,12 +290,24 @@
     grows with batches, not with runs
 #}
 {% macro changelake_commit_rows(rows) %}
-    {%- if rows > 0 -%}
-        {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
-            ~ " select 'batch' as kind, " ~ _changelake_literal(invocation_id) ~ ' as batch_id,'
-            ~ ' current_timestamp() as committed_at, ' ~ (rows | int) ~ 'L as rows_written') -%}
-    {%- endif -%}
+    {%- do _changelake_insert_ledger_rows([['batch', invocation_id, rows]] if rows > 0 else []) -%}
     {%- do _changelake_note_committed(rows) -%}
+{% endmacro %}
+
+{#
+    purpose: append `ledger_rows` ([kind, batch_id, rows written] each) to this model's ledger
+    tail in one single-file insert: all of them are recorded or none is; nothing when empty
+#}
+{% macro _changelake_insert_ledger_rows(ledger_rows) %}
+    {%- set values = [] -%}
+    {%- for kind, batch_id, rows in ledger_rows -%}
+        {%- do values.append('(' ~ _changelake_literal(kind) ~ ', ' ~ _changelake_literal(batch_id) ~ ', ' ~ (rows | int) ~ 'L)') -%}
+    {%- endfor -%}
+    {%- if values -%}
+        {%- do run_query('insert into ' ~ changelake_ledger(this.identifier) ~ ' ' ~ changelake_ledger_tail()
+            ~ ' select /*+ coalesce(1) */ kind, batch_id, current_timestamp() as committed_at, rows_written'
+            ~ ' from values ' ~ values | join(', ') ~ ' as ledger_rows (kind, batch_id, rows_written)') -%}
+    {%- endif -%}
 {% endmacro %}
 
 {# purpose: remember that this model committed a batch of `rows` rows in this invocation (0: none) #}
