@@ -952,7 +952,9 @@ def _verdict(value: float, goal: float, at_most: bool = True) -> str:
     met = value <= goal if at_most else value >= goal
     if met:
         return "met"
-    return f"**missed** by {value / goal if at_most else goal / value:.2f}x"
+    ratio = value / goal if at_most else goal / value
+    # a miss by less than 1% shows its digits (1.00x would read as met)
+    return f"**missed** by {ratio:.4f}x" if ratio < 1.01 else f"**missed** by {ratio:.2f}x"
 
 
 def render_large_files(large: list[dict[str, Any]]) -> list[str]:
