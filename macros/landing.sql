@@ -20,16 +20,34 @@
             ~ ' group by table_name') -%}
             {%- do recorded.update({row[0]: row[1]}) -%}
         {%- endfor -%}
-        {%- set changed = [] -%}
+        {%- set stale = {} -%}
         {%- for node in _changelake_landing_nodes() -%}
             {%- for relation, ddl in _changelake_landing_ddl(node, var('landing_root')).items() -%}
                 {%- if recorded.get(relation) != ddl -%}
-                    {%- do run_query('drop table if exists ' ~ relation) -%}
-                    {%- do run_query(ddl) -%}
-                    {%- do changed.append('(' ~ _changelake_literal(relation) ~ ', '
-                        ~ _changelake_literal(ddl) ~ ', current_timestamp())') -%}
+                    {%- do stale.update({relation: ddl}) -%}
                 {%- endif -%}
             {%- endfor -%}
+        {%- endfor -%}
+        {#- a table is dropped only where one exists: a new schema's 27 drops of nothing are
+            27 metastore calls (~0.7 s of its first build) -#}
+        {%- set schemas = [] -%}
+        {%- for relation in stale if relation.split('.')[0] | lower not in schemas -%}
+            {%- do schemas.append(relation.split('.')[0] | lower) -%}
+        {%- endfor -%}
+        {%- set existing = [] -%}
+        {%- for schema in schemas -%}
+            {%- for row in run_query('show tables in ' ~ schema) -%}
+                {%- do existing.append(schema ~ '.' ~ row[1] | lower) -%}
+            {%- endfor -%}
+        {%- endfor -%}
+        {%- set changed = [] -%}
+        {%- for relation, ddl in stale.items() -%}
+            {%- if relation | lower in existing -%}
+                {%- do run_query('drop table if exists ' ~ relation) -%}
+            {%- endif -%}
+            {%- do run_query(ddl) -%}
+            {%- do changed.append('(' ~ _changelake_literal(relation) ~ ', '
+                ~ _changelake_literal(ddl) ~ ', current_timestamp())') -%}
         {%- endfor -%}
         {%- do changed.extend(_changelake_check_decode_settings(recorded)) -%}
         {%- if changed -%}

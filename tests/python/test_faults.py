@@ -530,6 +530,9 @@ def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statem
     _land_demo_pg(dbt)
     dbt("run", "--select", "decoded_pg_inventory")
     assert _ddl_of(spark, statements, f"{dbt.schema}.decoded_pg_inventory") == ["CreateTable"]
+    # the run's start creates the feeds' raw tables in the new schema, with no drop before
+    # (there is nothing to drop: one metastore call a table saved)
+    assert _ddl_of(spark, statements, f"{dbt.schema}.raw_pg_inventory") == ["CreateTable"]
     # created empty, then filled by the insert: every line of the demo file (8 records)
     lines = f"select count(distinct landed_line) from {dbt.schema}.decoded_pg_inventory"
     assert spark.sql(lines).first()[0] == 8
