@@ -138,15 +138,20 @@ def _build_then_kill(
             text=True,
             start_new_session=True,
         )
-    ask()
-    deadline = time.monotonic() + 900
-    while "built: " not in out.read_text() and proc.poll() is None:
-        assert time.monotonic() < deadline, "the first build did not end"
-        time.sleep(0.1)
-    assert "built: 0" in out.read_text(), out.read_text()[-2000:]
-    land()
-    ask(*args)
-    _kill(proc, kill_when)
+    try:
+        ask()
+        deadline = time.monotonic() + 900
+        while "built: " not in out.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the first build did not end"
+            time.sleep(0.1)
+        assert "built: 0" in out.read_text(), out.read_text()[-2000:]
+        land()
+        ask(*args)
+        _kill(proc, kill_when)
+    finally:
+        if proc.poll() is None:  # a failed step above: the test stops what it started
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
     assert out.read_text().count("built: ") == 1, "the second build ended before the kill"
 
 
