@@ -8,9 +8,16 @@
 {% macro changelake_register_landing() %}
     {%- if execute -%}
         {%- do run_query('create schema if not exists ' ~ target.schema) -%}
+        {#- the schema's tables, listed once for the ledgers', the segments' and the landing
+            tables' steps below (no step before the landing tables' creates or drops one of
+            theirs) -#}
+        {%- set listed = [] -%}
+        {%- for row in run_query('show tables in ' ~ target.schema) -%}
+            {%- do listed.append(row[1] | lower) -%}
+        {%- endfor -%}
         {#- a ledger is compacted once its tail holds this many commits; a table's segments
             are merged once this many consumed batches are live -#}
-        {%- do _changelake_maintain_ledgers(
+        {%- do _changelake_maintain_ledgers(listed,
             var('changelake_ledger_max_tail', 8), var('changelake_segments_max_tail', 8)) -%}
         {%- set recorded_in = target.schema ~ '.changelake_landing_tables' -%}
         {%- do run_query('create table if not exists ' ~ recorded_in
@@ -37,8 +44,10 @@
         {%- endfor -%}
         {%- set existing = [] -%}
         {%- for schema in schemas -%}
-            {%- for row in run_query('show tables in ' ~ schema) -%}
-                {%- do existing.append(schema ~ '.' ~ row[1] | lower) -%}
+            {%- set names = listed if schema == target.schema | lower
+                else run_query('show tables in ' ~ schema).columns[1].values() | map('lower') -%}
+            {%- for name in names -%}
+                {%- do existing.append(schema ~ '.' ~ name) -%}
             {%- endfor -%}
         {%- endfor -%}
         {%- set changed = [] -%}

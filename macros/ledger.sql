@@ -59,14 +59,11 @@
     dict dbt shares between its hooks and nodes): each consumer's pending batches, which the
     change log and the history ask again only when a model upstream of them writes in this
     invocation (`_changelake_written_now`), and each segmented model's live segments after the
-    merges (`changelake_committed_in_run`, macros/segments.sql)
+    merges (`changelake_committed_in_run`, macros/segments.sql). `tables`: the names of the
+    schema's tables, as the run's start listed them
 #}
-{% macro _changelake_maintain_ledgers(max_tail=8, segments_max_tail=8) %}
+{% macro _changelake_maintain_ledgers(tables, max_tail=8, segments_max_tail=8) %}
     {%- set models = _changelake_incremental_models() -%}
-    {%- set tables = [] -%}
-    {%- for row in run_query("show tables in " ~ target.schema ~ " like 'changelake_*'") -%}
-        {%- do tables.append(row[1]) -%}
-    {%- endfor -%}
     {%- for model in models -%}
         {%- if changelake_ledger(model).split('.')[-1] not in tables -%}
             {%- do run_query(_changelake_ledger_ddl(model)) -%}
@@ -81,7 +78,7 @@
         {%- endif -%}
     {%- endfor -%}
     {%- set segmented = _changelake_segmented_models() -%}
-    {%- set existing = _changelake_segment_earlier_tables(segmented) -%}
+    {%- set existing = _changelake_segment_earlier_tables(segmented, tables) -%}
     {%- set state = _changelake_ledger_state(models, segmented) -%}
     {#- each segmented model's live segments by name: consumed ones and pending batches -#}
     {%- set live_names = {} -%}

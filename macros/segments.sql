@@ -192,13 +192,11 @@
     their committed rows only: the batches consumed downstream into segment 'earlier', the
     others each into its own; returns the tables existing after. Each
     step can be killed: the next run's start finds where it stopped from the tables there
-    (`<model>__segmented` being written, `<model>__unsegmented` the table it replaced).
+    (`<model>__segmented` being written, `<model>__unsegmented` the table it replaced), in
+    `listed`, the names of the schema's tables as the run's start listed them.
 #}
-{% macro _changelake_segment_earlier_tables(models) %}
-    {%- set tables = [] -%}
-    {%- for row in run_query('show tables in ' ~ target.schema) -%}
-        {%- do tables.append(row[1]) -%}
-    {%- endfor -%}
+{% macro _changelake_segment_earlier_tables(models, listed) %}
+    {%- set tables = listed | list -%}
     {%- set existing = [] -%}
     {%- for model in models -%}
         {%- set relation = target.schema ~ '.' ~ model -%}
