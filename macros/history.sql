@@ -123,10 +123,11 @@
 {#
     purpose: SQL (a select) of the rows of the history store `relation` in live layers, parts
     `parts` only, with their layer (a struct: committed_at, is_base, has_live_frontier). With
-    `published`, the layers live now, named in the SQL (see _changelake_published_layers).
+    `published`, the layers live now, named in the SQL (see _changelake_published_layers); with
+    `named`, the layers given (from _changelake_read_layers), named the same way.
 #}
-{% macro _changelake_live_rows(relation, model_identifier, parts, published=false) %}
-    {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
+{% macro _changelake_live_rows(relation, model_identifier, parts, published=false, named=none) %}
+    {%- set named = _changelake_published_layers(model_identifier) if published else named -%}
     {%- if named is not none -%}
         {{ return(_changelake_named_layer_rows(relation, parts, named)) }}
     {%- endif -%}
@@ -169,19 +170,31 @@
         {%- if run_query("show tables in " ~ ledger[0] ~ " like '" ~ ledger[1] ~ "'").rows | length == 0 -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- set query -%}
-            select batch_id, unix_micros(committed_at), is_base, has_live_frontier
-            from ({{ _changelake_live_layers(model_identifier) }}) as live_layers
-            order by committed_at, batch_id
-        {%- endset -%}
-        {%- set layers = [] -%}
-        {%- for row in run_query(query).rows -%}
-            {%- do layers.append({'batch_id': row[0], 'micros': row[1] | int,
-                'is_base': row[2], 'has_live_frontier': row[3]}) -%}
-        {%- endfor -%}
-        {%- do memo.update({memo_key: layers}) -%}
+        {%- do memo.update({memo_key: _changelake_read_layers(model_identifier)}) -%}
     {%- endif -%}
     {{ return(memo[memo_key]) }}
+{% endmacro %}
+
+{#
+    purpose: the layers of the history store `model_identifier` live now, read from its ledger
+    (which must exist): a list of {batch_id, micros (its commit time), is_base,
+    has_live_frontier}, oldest first. The store's run reads them once when it is compiled and
+    names them in its queries (the plan query and the insert): its reads of the store then
+    prune its partitions by literals and hold no subquery of the ledger, which Spark would plan
+    again in every place the query reads the store.
+#}
+{% macro _changelake_read_layers(model_identifier) %}
+    {%- set query -%}
+        select batch_id, unix_micros(committed_at), is_base, has_live_frontier
+        from ({{ _changelake_live_layers(model_identifier) }}) as live_layers
+        order by committed_at, batch_id
+    {%- endset -%}
+    {%- set layers = [] -%}
+    {%- for row in run_query(query).rows -%}
+        {%- do layers.append({'batch_id': row[0], 'micros': row[1] | int,
+            'is_base': row[2], 'has_live_frontier': row[3]}) -%}
+    {%- endfor -%}
+    {{ return(layers) }}
 {% endmacro %}
 
 {#
@@ -255,14 +268,15 @@
     `keys` (the name of a relation of table id and key_json columns, few enough to broadcast:
     see _changelake_history_plan), those keys' rows only: the keys are broadcast to the
     scan, so the other rows are dropped where they are read, before the ranking exchanges them.
+    With `named` (layers from _changelake_read_layers), the rows of those layers, named in the SQL.
 #}
-{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none) %}
+{% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none, named=none) %}
     {%- if keys and published -%}
         {{ exceptions.raise_compiler_error('changelake_history_frontier: `keys` reads the store as the runs do, not as published') }}
     {%- endif -%}
-    {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
-    {%- if named is not none -%}
-        {{ return(_changelake_named_frontier(relation, named)) }}
+    {%- set published_layers = _changelake_published_layers(model_identifier) if published else none -%}
+    {%- if published_layers is not none -%}
+        {{ return(_changelake_named_frontier(relation, published_layers)) }}
     {%- endif -%}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
     select * except (newness)
@@ -274,7 +288,7 @@
             row_number() over (
                 partition by {{ key | join(', ') }} order by stored.layer.committed_at desc
             ) as newness
-        from ({{ _changelake_live_rows(relation, model_identifier, ['frontier']) }}) as stored
+        from ({{ _changelake_live_rows(relation, model_identifier, ['frontier'], named=named) }}) as stored
         {%- if keys %}
         left semi join {{ keys }} on {{ _changelake_same_table('stored', keys, key=true) }}
         {%- endif %}
@@ -408,7 +422,9 @@
             marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
         {{ return((_changelake_nothing_new() if execute else '') ~ '\nselect * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {%- set plan = _changelake_history_plan(changes_model, pending) if incremental else {'key_scan': false, 'any_late': true} -%}
+    {#- the store's live layers, read once: the plan query and the insert name them -#}
+    {%- set named = _changelake_read_layers(this.identifier) if execute and incremental else none -%}
+    {%- set plan = _changelake_history_plan(changes_model, pending, named) if incremental else {'key_scan': false, 'any_late': true} -%}
     {%- set key_scan, any_late = plan['key_scan'], plan['any_late'] -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
@@ -439,7 +455,7 @@ new_truncates as (
 ),
 {%- if incremental %}
 
-{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates', key_scan=key_scan) }}
+{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates', key_scan=key_scan, named=named) }}
 
 -- keys whose new changes all come after what was seen: the new changes, from the frontier
 resumed_events as (
@@ -642,20 +658,21 @@ from final
     _changelake_history_plan) and `classified`: every key the
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
-    truncates (it is then re-folded from all its changes).
+    truncates (it is then re-folded from all its changes). `named`: the store's live layers
+    (from _changelake_read_layers), named in the reads of the store.
 #}
-{% macro _changelake_history_classified(pending_events, pending_truncates, key_scan=false) %}
+{% macro _changelake_history_classified(pending_events, pending_truncates, key_scan=false, named=none) %}
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
 frontier as (
-    {{ changelake_history_frontier(this, this.identifier) }}
+    {{ changelake_history_frontier(this, this.identifier, named=named) }}
 ),
 
 old_truncates as (
     select
         {{ table_id | join(', ') }},
         max(last_position) as last_truncate_position
-    from ({{ _changelake_live_rows(this, this.identifier, ['truncate']) }}) as stored
+    from ({{ _changelake_live_rows(this, this.identifier, ['truncate'], named=named) }}) as stored
     group by {{ table_id | join(', ') }}
 ),
 
@@ -693,7 +710,7 @@ touched_keys as (
 
 -- the touched keys' frontier rows{{ ': read for those keys alone' if key_scan else '' }}
 touched_frontier as (
-    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys' if key_scan else none) }}
+    {{ changelake_history_frontier(this, this.identifier, keys='touched_keys' if key_scan else none, named=named) }}
 ),
 
 -- named by the resumed events, the fold's inputs and the re-folded keys: computed once
@@ -730,20 +747,21 @@ classified as (
     joined as a whole, which scales with any number of keys.
     One query answers both when the keys may be few: the pending truncates and the late keys
     of the pending row changes (a truncate's keys left out: with a truncate, the late keys are
-    counted again, by a whole-frontier join).
+    counted again, by a whole-frontier join). `named`: the store's live layers, as the run reads
+    them (_changelake_read_layers).
 #}
-{% macro _changelake_history_plan(changes_model, pending, max_rows=1000000) %}
+{% macro _changelake_history_plan(changes_model, pending, named, max_rows=1000000) %}
     {%- if not execute -%}
         {{ return({'key_scan': true, 'any_late': true}) }}
     {%- endif -%}
     {%- set max_rows = var('changelake_history_key_scan_rows', max_rows) -%}
     {%- if (pending.values() | sum) <= max_rows -%}
-        {%- set row = run_query(_changelake_history_late_query(changes_model, pending, key_scan=true)).rows[0] -%}
+        {%- set row = run_query(_changelake_history_late_query(changes_model, pending, named, key_scan=true)).rows[0] -%}
         {%- if row[1] == 0 -%}
             {{ return({'key_scan': true, 'any_late': row[0] > 0}) }}
         {%- endif -%}
     {%- endif -%}
-    {%- set row = run_query(_changelake_history_late_query(changes_model, pending, key_scan=false)).rows[0] -%}
+    {%- set row = run_query(_changelake_history_late_query(changes_model, pending, named, key_scan=false)).rows[0] -%}
     {{ return({'key_scan': false, 'any_late': row[0] > 0}) }}
 {% endmacro %}
 
@@ -752,7 +770,7 @@ classified as (
     and their truncates. With `key_scan`, their truncates are left out of the late keys (their
     keys, every key of a table, are not broadcast).
 #}
-{% macro _changelake_history_late_query(changes_model, pending, key_scan) %}
+{% macro _changelake_history_late_query(changes_model, pending, named, key_scan) %}
     with
 
     -- pending batches are committed ones, each in its own live segment: named, they need no
@@ -773,7 +791,7 @@ classified as (
         {%- endif %}
     ),
 
-    {{ _changelake_history_classified('new_events', 'new_truncates', key_scan) }}
+    {{ _changelake_history_classified('new_events', 'new_truncates', key_scan, named) }}
 
     late as (
         select count_if(is_late) as late_keys from classified
