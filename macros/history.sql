@@ -199,10 +199,10 @@
 
 {#
     purpose: SQL (a select) of the rows of parts `parts` of the history store `relation` in the
-    layers `layers` (from _changelake_published_layers), with their layer as a struct, as
-    _changelake_live_rows gives them. The partitions are named by literals (an `or` of
-    equalities: Spark prunes partitions by those, not by an `in` list of more than ten), and a
-    comment says which, for `_changelake_layers_named_by_views`.
+    layers `layers` (from _changelake_published_layers or _changelake_read_layers), with their
+    layer as a struct, as _changelake_live_rows gives them. The partitions are named by
+    literals (an `or` of equalities: Spark prunes partitions by those, not by an `in` list of
+    more than ten), and a comment says which, for `_changelake_layers_named_by_views`.
 #}
 {% macro _changelake_named_layer_rows(relation, parts, layers) %}
     {%- set ids = layers | map(attribute='batch_id') | list -%}

@@ -416,7 +416,7 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     and one stays in the base alone. After each run `cdc_current` holds each live key once,
     from the newest layer holding it, and agrees with the open versions of `cdc_history`; it
     reads the frontier rows in one scan with the deltas' keys broadcast to it: no window, no
-    exchange of the rows."""
+    exchange of the rows. The runs of the store name the layers they read."""
     s = dbt.schema
     no_compaction = "{changelake_history_max_layers: 100, changelake_history_max_share: 1000}"
 
@@ -457,6 +457,12 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
         "where kind != 'consumed' group by kind"
     ).collect()
     assert dict(kinds) == {"base": 1, "batch": 3}
+    # the last run's queries (an incremental one) name the store's live layers, read when the
+    # run was compiled: no query of the ledger is left in them
+    compiled = dbt.target_path / "compiled" / "changelake" / "models" / "intermediate"
+    sql = (compiled / "int_history_versions.sql").read_text()
+    assert "changelake reads parts (frontier) of layers" in sql
+    assert "changelake_ledger" not in sql
     plan = spark.sql(f"select * from {s}.cdc_current")._jdf.queryExecution().executedPlan()
     text = plan.toString()
     assert "Window" not in text
