@@ -541,59 +541,55 @@ folded as (
         greatest(max(coalesce(event.position, '')), max(coalesce(state_last_position, ''))) as last_position
     from fold_inputs
     group by {{ key | join(', ') }}, is_late
-    -- named by every layer below: folded once
-    having {{ changelake_computed_once() }}
 ),
 
-layer_closed as (
+{%- set version_columns = _changelake_version_columns() %}
+
+-- each folded key's rows of the layer, from one pass over `folded`: its closed versions, its
+-- frontier row and, where re-folded in a run, its superseded marker (one generate, so the fold
+-- and everything under it is planned once, not once per part)
+layer_rows as (
     select
-        {% for column in key %}folded.{{ column }},
+        {% for column in key %}keyed.{{ column }},
         {% endfor -%}
-        version.*,
-        cast(null as string) as last_position,
-        'closed' as part
-    from folded
-    lateral view explode(folded.versions) as version
-    where not version.is_current
-),
-
-last_versions as (
-    select
-        *,
-        -- the key's last version: the fold's, else (nothing opened) the one it resumed from
-        coalesce(try_element_at(versions, -1), if(is_late, null, state)) as last_version
-    from folded
-),
-
-layer_frontier as (
-    select
-        {% for column in key %}{{ column }},
-        {% endfor -%}
-        last_version.*,
-        last_position,
-        'frontier' as part
-    from last_versions
-),
-
-{%- set nulls -%}
-    {%- for column in _changelake_version_columns() -%}
-        cast(null as {{ _changelake_version_type(column) }}) as {{ column }},
-    {%- endfor -%}
-{%- endset %}
-
-layer_superseded as (
-    select
-        {% for column in key %}{{ column }},
-        {% endfor -%}
-        {{ nulls }}
-        cast(null as string) as last_position,
-        'superseded' as part
-    from folded
-    {%- if incremental %}
-    where is_late
-    {%- else %}
-    where false
-    {%- endif %}
+        layer_row.*
+    from (
+        select
+            *,
+            -- the key's last version: the fold's, else (nothing opened) the one it resumed from
+            coalesce(try_element_at(versions, -1), if(is_late, null, state)) as last_version
+        from folded
+    ) as keyed
+    lateral view explode(concat(
+        transform(
+            filter(versions, version -> not version.is_current),
+            version -> named_struct(
+                {%- for column in version_columns %}
+                '{{ column }}', version.{{ column }},
+                {%- endfor %}
+                'last_position', cast(null as string),
+                'part', 'closed'
+            )
+        ),
+        array(named_struct(
+            {%- for column in version_columns %}
+            '{{ column }}', keyed.last_version.{{ column }},
+            {%- endfor %}
+            'last_position', keyed.last_position,
+            'part', 'frontier'
+        )),
+        filter(
+            array(named_struct(
+                {%- for column in version_columns %}
+                '{{ column }}', cast(null as {{ _changelake_version_type(column) }}),
+                {%- endfor %}
+                'last_position', cast(null as string),
+                'part', 'superseded'
+            )),
+            -- a key re-folded in a run voids its closed rows in older layers
+            superseded -> {{ 'keyed.is_late' if incremental else 'false' }}
+        )
+    )) as layer_row
 ),
 
 layer_truncates as (
@@ -601,7 +597,9 @@ layer_truncates as (
         {% for column in table_id %}{{ column }},
         {% endfor -%}
         cast(null as string) as key_json,
-        {{ nulls }}
+        {%- for column in version_columns %}
+        cast(null as {{ _changelake_version_type(column) }}) as {{ column }},
+        {%- endfor %}
         position as last_position,
         'truncate' as part
     from new_truncates
@@ -609,11 +607,7 @@ layer_truncates as (
 
 final as (
     select *, '{{ invocation_id }}' as batch_id from (
-        select * from layer_closed
-        union all
-        select * from layer_frontier
-        union all
-        select * from layer_superseded
+        select * from layer_rows
         union all
         select * from layer_truncates
     ) as layer_rows
