@@ -416,7 +416,7 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     and one stays in the base alone. After each run `cdc_current` holds each live key once,
     from the newest layer holding it, and agrees with the open versions of `cdc_history`; it
     reads the frontier rows in one scan with the deltas' keys broadcast to it: no window, no
-    exchange of the rows. The runs of the store name the layers they read."""
+    exchange of the rows. The runs of the store name the layers they read and plan the fold once."""
     s = dbt.schema
     no_compaction = "{changelake_history_max_layers: 100, changelake_history_max_share: 1000}"
 
@@ -463,6 +463,10 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     sql = (compiled / "int_history_versions.sql").read_text()
     assert "changelake reads parts (frontier) of layers" in sql
     assert "changelake_ledger" not in sql
+    # and it writes every part of its layer from one pass over the fold: the fold's UDF is
+    # planned once, not once per part
+    run_plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+    assert run_plan.count("EvalPython") == 1, run_plan
     plan = spark.sql(f"select * from {s}.cdc_current")._jdf.queryExecution().executedPlan()
     text = plan.toString()
     assert "Window" not in text
