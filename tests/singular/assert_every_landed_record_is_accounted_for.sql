@@ -94,23 +94,29 @@ complete_pairs as (
     group by feed
 ),
 
--- per batch (read then only): the distinct changes of the records accounted for that the
--- change log holds
-found as (  -- noqa: ST03
-    select distinct
-        singles.feed,
-        singles.change_id
-    from records as singles
-    left semi join cdc_change_log
-        on singles.change_id = cdc_change_log.change_id
-    where singles.error_reason is null and singles.kind in ('row', 'truncate') and not singles.is_update_half
+-- per batch (read then only): the distinct changes of the records accounted for
+changes_accounted as (  -- noqa: ST03
+    select
+        feed,
+        change_id
+    from records
+    where error_reason is null and kind in ('row', 'truncate') and not is_update_half
     union all
     select
-        pairs.feed,
-        pairs.change_id
+        feed,
+        change_id
     from pairs
-    left semi join cdc_change_log
-        on pairs.change_id = cdc_change_log.change_id
+),
+
+-- those the change log holds, each once: one read of the log's ids, joined to the few accounted
+-- for (broadcast). A semi join of the records against the log would be planned once per feed
+-- (Spark pushes it into each branch of the records' union), each a shuffle of the whole log.
+found as (  -- noqa: ST03
+    select /*+ broadcast(changes_accounted) */ distinct
+        changes_accounted.feed,
+        changes_accounted.change_id
+    from cdc_change_log
+    inner join changes_accounted on cdc_change_log.change_id = changes_accounted.change_id
 ),
 
 logged as (
