@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -85,6 +86,33 @@ def test_random_input_never_raises(key, value, headers):
     rows = batch.to_pylist()[0]
     assert rows
     assert all(list(r) == list(FIELD_NAMES) for r in rows)
+
+
+def test_a_batch_leaves_the_cycle_collector_as_it_found_it(spark):
+    """The UDF body pauses Python's cycle collector while it decodes a batch, on the path where
+    every record converts and on the one where a field of the wrong type sends the batch
+    through the per-record check; whatever state the collector was in, it is in again after."""
+    arrow_type = to_arrow_type(_parse_datatype_string(SPARK_SCHEMA), timezone="UTC")
+    good = next(c for c in CASES if c["name"] == "canal_multi_row_insert")
+    bad = json.dumps({**json.loads(good["value"]), "database": 123})
+    for values, quarantined in (([good["value"]], 0), ([good["value"], bad], 1)):
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                batch = decode_batch(
+                    pa.array(["canal"] * len(values)),
+                    pa.array([None] * len(values), pa.string()),
+                    pa.array(values, pa.string()),
+                    pa.array([None] * len(values), pa.list_(pa.string())),
+                    arrow_type,
+                )
+                assert gc.isenabled() is enabled
+            finally:
+                gc.enable()
+            records = [r for rows in batch.to_pylist() for r in rows]
+            assert sum(r["kind"] == "error" for r in records) == quarantined
+            if quarantined:
+                assert "database_name" in records[-1]["decode_error"]
 
 
 def test_folder_exists_tells_a_missing_folder_from_an_empty_one(tmp_path, spark):
