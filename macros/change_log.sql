@@ -143,6 +143,15 @@
 {% endmacro %}
 
 {#
+    purpose: the most rows of new records whose change ids a read of the change log's past is
+    given as a broadcast (the change log's search for repeats, the accounting test's search
+    for the changes it accounts for); more, and Spark picks the join itself
+#}
+{% macro changelake_broadcast_row_limit() %}
+    {{ return(2000000) }}
+{% endmacro %}
+
+{#
     purpose: the body of the unified change log: every row and table change of every feed, once,
     with DataWorks update halves merged into one update and SQL Server PK changes linked.
 
@@ -384,7 +393,7 @@ all_changes as (
 -- the logged changes the new ones may repeat: the new ids are few, so this semi join probes
 -- the log's ids against them (broadcast when the pending batches are small enough to)
 repeated as (
-    select {{ '/*+ broadcast(new_ids) */' if pending.values() | sum <= 2000000 else '' }}
+    select {{ '/*+ broadcast(new_ids) */' if pending.values() | sum <= changelake_broadcast_row_limit() else '' }}
         logged.change_id
     from logged
     left semi join (select change_id from all_changes) as new_ids

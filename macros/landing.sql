@@ -398,6 +398,21 @@
 {% endmacro %}
 
 {#
+    purpose: the rows this invocation's decoded batches committed, all feeds together (the
+    records `changelake_this_build_records` reads, with each unreadable file's marker row), as
+    their models noted them when they committed: no query. None when a decoded model wrote in
+    this invocation without saying what it committed. Ask it only in tests.
+#}
+{% macro changelake_this_build_record_count() %}
+    {%- set models = [] -%}
+    {%- for node in (_changelake_landing_nodes() if execute else []) -%}
+        {%- do models.append('decoded_' ~ node.name) -%}
+    {%- endfor -%}
+    {%- set committed = _changelake_committed_now(models) -%}
+    {{ return(none if committed is none else _changelake_batches_of_all(committed).values() | sum) }}
+{% endmacro %}
+
+{#
     purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
     the `landing` source, one row per feed; an empty relation when there are none. With
     `records` (a select of decoded records: this build's, `changelake_this_build_records`),

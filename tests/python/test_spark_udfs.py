@@ -88,31 +88,51 @@ def test_random_input_never_raises(key, value, headers):
     assert all(list(r) == list(FIELD_NAMES) for r in rows)
 
 
-def test_a_batch_leaves_the_cycle_collector_as_it_found_it(spark):
+def test_a_batch_decodes_without_cycle_collections_and_leaves_the_collector_as_found(spark):
     """The UDF body pauses Python's cycle collector while it decodes a batch, on the path where
     every record converts and on the one where a field of the wrong type sends the batch
-    through the per-record check; whatever state the collector was in, it is in again after."""
+    through the per-record check: a batch that sets off collections when decoded record by
+    record sets off none while it decodes (at most one as it ends, when the collector is back on
+    with the batch's allocations counted); whatever state the collector was in, it is in again
+    after."""
+    from python_udfs import decode_unchecked
+
     arrow_type = to_arrow_type(_parse_datatype_string(SPARK_SCHEMA), timezone="UTC")
     good = next(c for c in CASES if c["name"] == "canal_multi_row_insert")
     bad = json.dumps({**json.loads(good["value"]), "database": 123})
-    for values, quarantined in (([good["value"]], 0), ([good["value"], bad], 1)):
-        for enabled in (True, False):
-            (gc.enable if enabled else gc.disable)()
-            try:
-                batch = decode_batch(
-                    pa.array(["canal"] * len(values)),
-                    pa.array([None] * len(values), pa.string()),
-                    pa.array(values, pa.string()),
-                    pa.array([None] * len(values), pa.list_(pa.string())),
-                    arrow_type,
-                )
-                assert gc.isenabled() is enabled
-            finally:
-                gc.enable()
-            records = [r for rows in batch.to_pylist() for r in rows]
-            assert sum(r["kind"] == "error" for r in records) == quarantined
-            if quarantined:
-                assert "database_name" in records[-1]["decode_error"]
+    collections: list[int] = []
+
+    def started(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(started)
+    try:
+        kept = [decode_unchecked("canal", None, good["value"]) for _ in range(500)]
+        assert len(collections) > 1, "the control batch is too small to set off collections"
+        for values, quarantined in (([good["value"]] * 500, 0), ([good["value"]] * 499 + [bad], 1)):
+            for enabled in (True, False):
+                (gc.enable if enabled else gc.disable)()
+                collections.clear()
+                try:
+                    batch = decode_batch(
+                        pa.array(["canal"] * len(values)),
+                        pa.array([None] * len(values), pa.string()),
+                        pa.array(values, pa.string()),
+                        pa.array([None] * len(values), pa.list_(pa.string())),
+                        arrow_type,
+                    )
+                    assert gc.isenabled() is enabled
+                    assert len(collections) <= (1 if enabled else 0), collections
+                finally:
+                    gc.enable()
+                records = [r for rows in batch.to_pylist() for r in rows]
+                assert sum(r["kind"] == "error" for r in records) == quarantined
+                if quarantined:
+                    assert "database_name" in records[-1]["decode_error"]
+    finally:
+        gc.callbacks.remove(started)
+    del kept
 
 
 def test_folder_exists_tells_a_missing_folder_from_an_empty_one(tmp_path, spark):

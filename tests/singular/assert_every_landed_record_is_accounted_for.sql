@@ -17,6 +17,8 @@
     or changelake_relation_changed(ref('cdc_change_log')) %}
 {%- set per_batch = changelake_this_build_rows() != 'true' %}
 {%- set this_build = changelake_this_build_records() if per_batch and changed else none %}
+{%- set this_build_rows = changelake_this_build_record_count() if this_build else none %}
+{%- set broadcast = this_build_rows is not none and this_build_rows <= changelake_broadcast_row_limit() %}
 {%- set read = ref('int_records_unioned') if not per_batch
     else '(' ~ (this_build or 'select * from ' ~ ref('int_records_unioned') ~ ' where false') ~ ') as this_build' %}
 with
@@ -108,11 +110,11 @@ changes_accounted as (  -- noqa: ST03
     from pairs
 ),
 
--- those the change log holds, each once: one read of the log's ids, joined to the few accounted
--- for (broadcast). A semi join of the records against the log would be planned once per feed
--- (Spark pushes it into each branch of the records' union), each a shuffle of the whole log.
+-- those the change log holds, each once: one read of the log's ids, joined to those accounted
+-- for (broadcast when few). A semi join of the records against the log would be planned once
+-- per feed (Spark pushes it into each branch of the records' union), each a shuffle of the log.
 found as (  -- noqa: ST03
-    select /*+ broadcast(changes_accounted) */ distinct
+    select {{ '/*+ broadcast(changes_accounted) */' if broadcast else '' }} distinct
         changes_accounted.feed,
         changes_accounted.change_id
     from cdc_change_log
