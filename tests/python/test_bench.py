@@ -160,3 +160,13 @@ def same(native, canonical) -> bool:
         return native_time == dt.datetime.fromisoformat(str(canonical))
     except ValueError:
         return False
+
+
+def test_a_missed_goal_says_by_how_much():
+    assert bench._verdict(1.2, 1.2) == "met"
+    assert bench._verdict(20_000, 20_000, at_most=False) == "met"
+    # a near miss reads as a percentage, never as "by 1.00x"
+    assert bench._verdict(1.2052, 1.2) == "**missed** by 0.4%"
+    assert bench._verdict(2.39, 1.2) == "**missed** by 1.99x"
+    assert bench._verdict(5_000, 20_000, at_most=False) == "**missed** by 4.00x"
+    assert bench._verdict(19_000, 20_000, at_most=False) == "**missed** by 5.3%"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -86,20 +87,37 @@ def test_demo_feeds_build_end_to_end(dbt, spark, tmp_path):
 RANDOM_SEED = int(os.environ["CHANGELAKE_TEST_SEED"])
 
 
+# when a build compacts the history store: after every run (a small store's default), at a
+# large store's limits (8 layers, or a fifth of the base's rows), or never
+COMPACTION = {
+    "every run": [],
+    "large store": ["--vars", "{changelake_history_small_rows: 0}"],
+    "never": [
+        "--vars",
+        "{changelake_history_small_rows: 0, changelake_history_max_layers: 1000, "
+        "changelake_history_max_share: 1000}",
+    ],
+}
+
+
 @pytest.mark.parametrize(("seed", "batches"), [(RANDOM_SEED, 3)], ids=lambda v: str(v))
 def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_path, seed, batches):
     """Landing batches (late partition files, re-delivered records, malformed ones), a build
-    after each: the live rows and version counts of every table equal the generator's world
-    model, the quarantine holds exactly the malformed records, the typed models agree, and a
-    full refresh gives the same history."""
+    after each, each with a compaction policy drawn from the seed (so the history is compacted
+    at random points, and read over delta layers or not): the live rows and version counts of
+    every table equal the generator's world model, the quarantine holds exactly the malformed
+    records, the typed models agree, and a full refresh gives the same history."""
     from python_udfs.generator import batch_folders, compare, generate
 
     summary = generate(tmp_path / "generated", events=4_000, keys=30, batches=batches, seed=seed)
+    draw = random.Random(seed)
     for batch in batch_folders(tmp_path / "generated"):
         for feed_dir in sorted(batch.iterdir()):
             for file in sorted(feed_dir.iterdir()):
                 dbt.land(feed_dir.name, file)
-        dbt("build", "--exclude", "tag:accounting")
+        policy = draw.choice(sorted(COMPACTION))
+        print(f"seed {seed}: {batch.name} built with compaction {policy}")
+        dbt("build", "--exclude", "tag:accounting", *COMPACTION[policy])
     dbt("test", "--select", "tag:accounting")
     s = dbt.schema
     report = compare(spark, s, summary)

@@ -321,7 +321,10 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     and a full refresh gives the same history. (Runs, not builds: the builds' scoped tests are
     covered elsewhere, and this keeps the test short.)"""
     s = dbt.schema
-    every_second = "{changelake_history_max_layers: 2, changelake_history_max_share: 1000}"
+    every_second = (
+        "{changelake_history_max_layers: 2, changelake_history_max_share: 1000, "
+        "changelake_history_small_rows: 0}"
+    )
 
     def row(key, run):
         return {"id": key, "v": f"{key}-{run}", "doc": "d"}
@@ -418,7 +421,10 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     reads the frontier rows in one scan with the deltas' keys broadcast to it: no window, no
     exchange of the rows. The runs of the store name the layers they read and plan the fold once."""
     s = dbt.schema
-    no_compaction = "{changelake_history_max_layers: 100, changelake_history_max_share: 1000}"
+    no_compaction = (
+        "{changelake_history_max_layers: 100, changelake_history_max_share: 1000, "
+        "changelake_history_small_rows: 0}"
+    )
 
     def row(key, run):
         return {"id": key, "v": f"{key}-{run}", "doc": "d"}
