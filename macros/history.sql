@@ -816,9 +816,9 @@ classified as (
     A small store (its newest base and the layers since holding `small_rows` rows or fewer) is
     compacted after every run that wrote a layer. There a read of `cdc_current` over delta
     layers costs a second query (the deltas' keys, broadcast to the scan of the frontier) that
-    about doubles it (0.17-0.21 s against 0.07-0.10 s over a 23,000-key frontier), while the compaction takes a second or
-    two; over a large store a compaction costs more and the second query is a small part of a
-    read. The vars `changelake_history_max_layers`, `changelake_history_max_share` and
+    about doubles it (0.17-0.21 s against 0.07-0.10 s over a 23,000-key frontier), while the
+    compaction takes a second or two; over a large store a compaction costs more and the
+    second query is a smaller part of a read. The vars `changelake_history_max_layers`, `changelake_history_max_share` and
     `changelake_history_small_rows` override the three limits.
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2, small_rows=100000) %}

@@ -170,3 +170,44 @@ def test_a_missed_goal_says_by_how_much():
     assert bench._verdict(2.39, 1.2) == "**missed** by 1.99x"
     assert bench._verdict(5_000, 20_000, at_most=False) == "**missed** by 4.00x"
     assert bench._verdict(19_000, 20_000, at_most=False) == "**missed** by 5.3%"
+
+
+def test_saved_measurements_render_as_the_run_rendered_them(tmp_path):
+    """`changelake bench --render` reads a run's bench-results.json: JSON turns the age runs'
+    numbers (keys of `fresh`) into text, and the tables come out as from the run itself."""
+    import json
+
+    age_runs = [
+        {
+            "run": n,
+            "seconds": 20.0 + n % 3,
+            "storage": 1000 * n,
+            "current": 0.1,
+            "key_history": 0.2,
+            "typed_current": 0.3,
+            "heap": 200.0,
+            "nodes": {},
+        }
+        for n in range(1, 15)
+    ]
+    age = {
+        "runs": age_runs,
+        "runs_count": 14,
+        "increment": 10,
+        "fresh": {2: 2000, 14: 10000},
+        "idle": 5.0,
+        "matched": True,
+        "current_read": 0.1,
+        "parquet_read": 0.1,
+    }
+    largest = {"events": 1000, "incremental": 1.0, "full_refresh": 20.0}
+    rendered = "\n".join(bench.render_age(age, largest))
+    saved = json.loads(json.dumps(age))
+    assert list(saved["fresh"]) == ["2", "14"]
+    assert "\n".join(bench.render_age(saved, largest)) == rendered
+    assert (
+        "| storage / fresh full refresh (worst of runs 2, 14: run 14) | <= 1.50 | 1.40 | met |"
+        in rendered
+    )
+    assert "The same figures as medians of runs 2-11 and 5-14:" in rendered
+    assert "| build s | 21.00 | 21.00 | 1.00 |" in rendered
