@@ -1289,11 +1289,7 @@ def main(argv: list[str]) -> int:
 
     home = runtime.project_dir()
     if opts.render:
-        table = render(json.loads(opts.render.read_text()))
-        print(table)
-        if opts.write_readme:
-            write_readme(home / "README.md", table)
-            print(f"wrote the benchmark section of {home / 'README.md'}")
+        _show(render(json.loads(opts.render.read_text())), home, opts.write_readme)
         return 0
     os.environ.setdefault("CHANGELAKE_HOME", str(home))
     RUNTIME.start(home, home / "profiles", os.environ.get("DBT_TARGET"))
@@ -1303,10 +1299,14 @@ def main(argv: list[str]) -> int:
     saved = runtime.state_dir(home) / "bench-results.json"
     saved.write_text(json.dumps(results, indent=1, default=str))
     print(f"wrote the measurements to {saved}")
-    table = render(results)
-    print(table)
-    if opts.write_readme:
-        write_readme(home / "README.md", table)
-        print(f"wrote the benchmark section of {home / 'README.md'}")
+    _show(render(results), home, opts.write_readme)
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _show(table: str, home: Path, into_readme: bool) -> None:
+    """Print the tables and, with ``into_readme``, write them into the project's README."""
+    print(table)
+    if into_readme:
+        write_readme(home / "README.md", table)
+        print(f"wrote the benchmark section of {home / 'README.md'}")
