@@ -66,8 +66,10 @@ def _env(state: Path, args: Sequence[str]) -> dict[str, str]:
     return env
 
 
-# the history is compacted where each step says, not after every run as a small store is
-PINNED_COMPACTION = "changelake_history_small_rows: 0"
+def _vars(settings: str) -> list[str]:
+    """dbt's `--vars` with ``settings``; the history is compacted where each step says, not
+    after every run as a small store is"""
+    return ["--vars", "{" + settings + ", changelake_history_small_rows: 0}"]
 
 
 def _build(
@@ -271,7 +273,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
 
     # the rerun, then, in its process, the Debezium PostgreSQL feed's build, killed while the
     # run's start compacts the ledgers (due after one commit here)
-    compact_at_once = ["--vars", "{changelake_ledger_max_tail: 1, " + PINNED_COMPACTION + "}"]
+    compact_at_once = _vars("changelake_ledger_max_tail: 1")
     _build_then_kill(
         killed,
         lambda: _land_demo(killed.parent / "landing", {"pg_inventory"}),
@@ -280,10 +282,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
     )
     base_layer_written = written(store, "-base")
     # killed while compaction writes the base layer (due at one layer since the newest base)
-    compact_every_layer = [
-        "--vars",
-        "{changelake_history_max_layers: 1, " + PINNED_COMPACTION + "}",
-    ]
+    compact_every_layer = _vars("changelake_history_max_layers: 1")
     _build(killed, base_layer_written, *compact_every_layer)
 
     def merge_written() -> bool:
@@ -298,12 +297,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
 
     # killed while the run's start merges the segments of the decoded tables and the change
     # log (due after one consumed batch here)
-    _build(
-        killed,
-        merge_written,
-        "--vars",
-        "{changelake_segments_max_tail: 1, " + PINNED_COMPACTION + "}",
-    )
+    _build(killed, merge_written, *_vars("changelake_segments_max_tail: 1"))
 
     # the rerun's compaction commits its base, then the partitions no reader sees any more
     # (every one there now: the killed run's base layer, dropped by the compaction, and the
@@ -320,12 +314,7 @@ def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spar
     # two more layers; the second's compaction (due at two layers) merges the first base, whose
     # versions are fewer than the two layers', into the new one: killed while it is written
     _land_items(killed.parent / "landing", "items-a", 1)
-    every_second = [
-        "--vars",
-        "{changelake_history_max_layers: 2, changelake_history_max_share: 1000, "
-        + PINNED_COMPACTION
-        + "}",
-    ]
+    every_second = _vars("changelake_history_max_layers: 2, changelake_history_max_share: 1000")
 
     def second_base_written() -> bool:
         try:
