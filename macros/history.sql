@@ -205,26 +205,40 @@
     more than ten), and a comment says which, for `_changelake_layers_named_by_views`.
 #}
 {% macro _changelake_named_layer_rows(relation, parts, layers) %}
-    {%- set ids = layers | map(attribute='batch_id') | list -%}
-    {%- set picks = [] -%}
+    select stored.*, {{ _changelake_named_layer_struct(layers) }} as layer
+    from {{ relation }} as stored
+    {{ _changelake_named_layer_comment(parts, layers) }}
+    where stored.part in ('{{ parts | join("', '") }}')
+        and {{ _changelake_named_layer_pick(layers) }}
+{% endmacro %}
+
+{# purpose: SQL expression: the layer of a `stored` row of the layers `layers`, as a struct (committed_at, is_base, has_live_frontier) #}
+{% macro _changelake_named_layer_struct(layers) %}
     {%- set structs = [] -%}
     {%- for layer in layers -%}
-        {%- do picks.append('stored.batch_id = ' ~ _changelake_literal(layer.batch_id)) -%}
         {%- do structs.append('when ' ~ _changelake_literal(layer.batch_id) ~ " then named_struct('committed_at', timestamp_micros("
             ~ layer.micros ~ "), 'is_base', " ~ (layer.is_base | string | lower) ~ ", 'has_live_frontier', "
             ~ (layer.has_live_frontier | string | lower) ~ ')') -%}
     {%- endfor -%}
-    select
-        stored.*,
-        {% if structs -%}
-        case stored.batch_id {{ structs | join(' ') }} end
-        {%- else -%}
-        cast(null as struct<committed_at: timestamp, is_base: boolean, has_live_frontier: boolean>)
-        {%- endif %} as layer
-    from {{ relation }} as stored
-    /* changelake reads parts ({{ parts | join(', ') }}) of layers ({{ ids | join(', ') }}) */
-    where stored.part in ('{{ parts | join("', '") }}')
-        and ({{ picks | join(' or ') if picks else 'false' }})
+    {%- if structs -%}
+        {{ return('case stored.batch_id ' ~ (structs | join(' ')) ~ ' end') }}
+    {%- endif -%}
+    {{ return('cast(null as struct<committed_at: timestamp, is_base: boolean, has_live_frontier: boolean>)') }}
+{% endmacro %}
+
+{# purpose: SQL predicate: a `stored` row is of one of the layers `layers` (an `or` of literal equalities, which prune) #}
+{% macro _changelake_named_layer_pick(layers) %}
+    {%- set picks = [] -%}
+    {%- for layer in layers -%}
+        {%- do picks.append('stored.batch_id = ' ~ _changelake_literal(layer.batch_id)) -%}
+    {%- endfor -%}
+    {{ return('(' ~ (picks | join(' or ') if picks else 'false') ~ ')') }}
+{% endmacro %}
+
+{# purpose: the SQL comment saying which partitions a read names (found by _changelake_layers_named_by_views) #}
+{% macro _changelake_named_layer_comment(parts, layers) %}
+    {{- return('/* changelake reads parts (' ~ (parts | join(', ')) ~ ') of layers ('
+        ~ (layers | map(attribute='batch_id') | join(', ')) ~ ') */') -}}
 {% endmacro %}
 
 {#
@@ -303,9 +317,17 @@
     `stored` row and its `layer`), those of the layers it selects, read without the others'
     rows: a compaction's selection is a suffix of the live layers (every layer after a selected
     one is selected too), and only a later layer supersedes, so nothing outside it matters.
-    With `published`, the layers live now, named in the SQL (see _changelake_published_layers).
+    With `published`, the layers live now, named in the SQL (see _changelake_published_layers),
+    and their supersessions too where they are few (_changelake_published_supersessions).
 #}
 {% macro changelake_history_closed(relation, model_identifier='int_history_versions', layers=none, published=false) %}
+    {%- set named = _changelake_published_layers(model_identifier) if published else none -%}
+    {%- set supersessions = _changelake_published_supersessions(relation, model_identifier) if named is not none else none -%}
+    {%- if supersessions is not none and not layers %}
+    select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at
+    from ({{ _changelake_named_layer_rows(relation, ['closed'], named) }}) as stored
+    where not {{ _changelake_superseded(supersessions) }}
+    {%- else %}
     with
 
     stored as (
@@ -328,6 +350,114 @@
         on {{ _changelake_same_table('stored', 'superseded', key=true) }}
         and superseded.layer_committed_at > stored.layer_committed_at
     where stored.part = 'closed'
+    {%- endif %}
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of every version in the history store `relation` as published now
+    (the layers live when the model calling this is built, see _changelake_published_layers):
+    its live closed versions and the open versions of its live frontier, the table id, key and
+    version columns. Right after a compaction (no layer after the newest base) with few
+    supersessions, one scan of the closed rows of every live layer and the base's frontier,
+    each row kept or not by literals: nothing is joined or exchanged. Otherwise the closed
+    versions (changelake_history_closed) and the open ones (changelake_history_frontier).
+#}
+{% macro changelake_history_versions(relation, model_identifier='int_history_versions') %}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() -%}
+    {%- set layers = _changelake_published_layers(model_identifier) -%}
+    {%- set supersessions = _changelake_published_supersessions(relation, model_identifier) -%}
+    {%- set frontier = (layers or []) | selectattr('has_live_frontier') | list -%}
+    {%- if supersessions is not none and frontier and frontier | rejectattr('is_base') | list | length == 0 %}
+    select {{ columns | join(', ') }}
+    from (
+        select stored.*, {{ _changelake_named_layer_struct(layers) }} as layer
+        from {{ relation }} as stored
+        {{ _changelake_named_layer_comment(['closed'], layers) }}
+        {{ _changelake_named_layer_comment(['frontier'], frontier) }}
+        where (stored.part = 'closed' and {{ _changelake_named_layer_pick(layers) }})
+            or (stored.part = 'frontier' and {{ _changelake_named_layer_pick(frontier) }})
+    ) as stored
+    where case
+        when stored.part = 'frontier' then stored.is_current
+        else not {{ _changelake_superseded(supersessions) }}
+    end
+    {%- else %}
+    select {{ columns | join(', ') }}
+    from ({{ changelake_history_closed(relation, model_identifier, published=true) }}) as closed_versions
+    union all
+    select {{ columns | join(', ') }}
+    from ({{ changelake_history_frontier(relation, model_identifier, published=true) }}) as frontier
+    where is_current
+    {%- endif %}
+{% endmacro %}
+
+{#
+    purpose: the supersessions among the layers live now (_changelake_published_layers) that
+    void rows of an older live layer, for a public view to apply as literals: a list of
+    {table id columns, key_json, micros}, one per key, `micros` the commit time of the newest
+    layer that superseded the key (the key's closed rows in older layers are void); none when
+    more than `limit` keys are superseded (the view then anti-joins the superseded rows, a
+    broadcast: a second query on every read) or the layers are not known. Late changes are
+    rare, so the list is usually empty or short: a read of the view then scans the closed rows
+    it returns and nothing else. Read once per invocation, from the superseded parts only. The
+    var `changelake_history_supersession_literals` overrides `limit`.
+#}
+{% macro _changelake_published_supersessions(relation, model_identifier, limit=100) %}
+    {%- set limit = var('changelake_history_supersession_literals', limit) | int -%}
+    {%- set layers = _changelake_published_layers(model_identifier) -%}
+    {%- if layers is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set memo = graph.setdefault('changelake_published_supersessions', {}) -%}
+    {%- set memo_key = invocation_id ~ '/' ~ model_identifier -%}
+    {%- if memo_key not in memo -%}
+        {%- set table_id = _changelake_table_id() -%}
+        {%- set supersessions = [] -%}
+        {#- the oldest live layer's supersessions void nothing live -#}
+        {%- if layers | length > 1 -%}
+            {%- set query -%}
+                select {{ table_id | join(', ') }}, key_json, max(unix_micros(layer.committed_at))
+                from ({{ _changelake_named_layer_rows(relation, ['superseded'], layers[1:]) }}) as stored
+                group by {{ table_id | join(', ') }}, key_json
+                limit {{ limit + 1 }}
+            {%- endset -%}
+            {%- for row in run_query(query).rows -%}
+                {%- set supersession = {'key_json': row[table_id | length], 'micros': row[table_id | length + 1] | int} -%}
+                {%- for column in table_id -%}
+                    {%- do supersession.update({column: row[loop.index0]}) -%}
+                {%- endfor -%}
+                {%- do supersessions.append(supersession) -%}
+            {%- endfor -%}
+        {%- endif -%}
+        {%- do memo.update({memo_key: supersessions if supersessions | length <= limit else none}) -%}
+    {%- endif -%}
+    {{ return(memo[memo_key]) }}
+{% endmacro %}
+
+{#
+    purpose: SQL predicate: a `stored` closed row (with its `layer`) is void by one of the
+    `supersessions` (from _changelake_published_supersessions). The keys first, as one `in`
+    list (a hash set past ten values), so a row whose key was never superseded is decided by
+    one lookup; never null.
+#}
+{% macro _changelake_superseded(supersessions) %}
+    {%- if not supersessions -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {%- set keys = [] -%}
+    {%- set matches = [] -%}
+    {%- for supersession in supersessions -%}
+        {%- do keys.append(supersession.key_json) -%}
+        {%- set match = ['stored.key_json = ' ~ _changelake_literal(supersession.key_json)] -%}
+        {%- for column in _changelake_table_id() -%}
+            {%- do match.append('stored.' ~ column ~ ' <=> ' ~ (_changelake_literal(supersession[column])
+                if supersession[column] is not none else 'null')) -%}
+        {%- endfor -%}
+        {%- do match.append('stored.layer.committed_at < timestamp_micros(' ~ supersession.micros ~ ')') -%}
+        {%- do matches.append('(' ~ (match | join(' and ')) ~ ')') -%}
+    {%- endfor -%}
+    {{ return('coalesce(stored.key_json in ' ~ _changelake_sql_list(keys | unique | list) ~ ' and ('
+        ~ (matches | join('\n        or ')) ~ '), false)') }}
 {% endmacro %}
 
 {#

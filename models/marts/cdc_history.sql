@@ -1,18 +1,8 @@
 with
 
-closed_versions as (
-    select * from ({{ changelake_history_closed(ref('int_history_versions'), published=true) }}) as closed_versions
-),
-
-open_versions as (
-    select * from ({{ changelake_history_frontier(ref('int_history_versions'), published=true) }}) as frontier
-    where is_current
-),
-
 versions as (
-    select * except (last_position, layer_committed_at) from closed_versions
-    union all
-    select * except (last_position, layer_committed_at, is_base) from open_versions
+    -- the live closed versions and the open ones, as the history store holds them
+    select * from ({{ changelake_history_versions(ref('int_history_versions')) }}) as versions
 ),
 
 final as (

@@ -90,21 +90,25 @@ RANDOM_SEED = int(os.environ["CHANGELAKE_TEST_SEED"])
 # when a build compacts the history store: after every run (a small store's default), at a
 # large store's limits (8 layers, or a fifth of the base's rows), or never
 COMPACTION = {
-    "every run": [],
-    "large store": ["--vars", "{changelake_history_small_rows: 0}"],
-    "never": [
-        "--vars",
-        "{changelake_history_small_rows: 0, changelake_history_max_layers: 1000, "
-        "changelake_history_max_share: 1000}",
-    ],
+    "every run": {},
+    "large store": {"changelake_history_small_rows": 0},
+    "never": {
+        "changelake_history_small_rows": 0,
+        "changelake_history_max_layers": 1000,
+        "changelake_history_max_share": 1000,
+    },
 }
+# how cdc_history applies the supersessions of late keys: as literals in its text (up to 100
+# keys, the default), or by an anti join of the superseded rows (none as literals)
+SUPERSESSIONS = {"literals": {}, "anti join": {"changelake_history_supersession_literals": 0}}
 
 
 @pytest.mark.parametrize(("seed", "batches"), [(RANDOM_SEED, 3)], ids=lambda v: str(v))
 def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_path, seed, batches):
     """Landing batches (late partition files, re-delivered records, malformed ones), a build
     after each, each with a compaction policy drawn from the seed (so the history is compacted
-    at random points, and read over delta layers or not): the live rows and version counts of
+    at random points, and read over delta layers or not) and a way of applying supersessions
+    in cdc_history (literals or an anti join): the live rows and version counts of
     every table equal the generator's world model, the quarantine holds exactly the malformed
     records, the typed models agree, and a full refresh gives the same history."""
     from python_udfs.generator import batch_folders, compare, generate
@@ -115,9 +119,10 @@ def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_p
         for feed_dir in sorted(batch.iterdir()):
             for file in sorted(feed_dir.iterdir()):
                 dbt.land(feed_dir.name, file)
-        policy = draw.choice(sorted(COMPACTION))
-        print(f"seed {seed}: {batch.name} built with compaction {policy}")
-        dbt("build", "--exclude", "tag:accounting", *COMPACTION[policy])
+        policy, reads = draw.choice(sorted(COMPACTION)), draw.choice(sorted(SUPERSESSIONS))
+        print(f"seed {seed}: {batch.name} built with compaction {policy}, supersessions {reads}")
+        dbt_vars = json.dumps({**COMPACTION[policy], **SUPERSESSIONS[reads]})
+        dbt("build", "--exclude", "tag:accounting", "--vars", dbt_vars)
     dbt("test", "--select", "tag:accounting")
     s = dbt.schema
     report = compare(spark, s, summary)

@@ -481,6 +481,93 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     assert "hashpartitioning" not in text, text
 
 
+def test_cdc_history_applies_supersessions_as_literals_or_by_an_anti_join(dbt, spark, tmp_path):
+    """A late change re-folds key 1, whose closed versions sit in the first build's base: its
+    superseded row voids them. The base holds many closed versions, so the compaction two runs
+    later keeps it and carries the superseded row into its new base. After each run
+    `cdc_history` gives the expected versions: with the supersession written into its text as a
+    literal (by default), where right after the compaction it is one scan of the store and
+    nothing is joined; and with no literal (`changelake_history_supersession_literals: 0`),
+    where it anti-joins the superseded rows. A full refresh gives the same history."""
+    s = dbt.schema
+    every_second = (
+        "{changelake_history_max_layers: 2, changelake_history_max_share: 1000, "
+        "changelake_history_small_rows: 0}"
+    )
+    without_literals = every_second[:-1] + ", changelake_history_supersession_literals: 0}"
+
+    def row(key, label):
+        return {"id": key, "v": f"{key}-{label}", "doc": "d"}
+
+    # run 1 (the base): key 1 opened and updated twice; keys 2 and 3 updated ten times each,
+    # so the base's closed rows outnumber what the later layers write
+    first = [
+        message(100, "c", 1, None, row(1, 100)),
+        message(110, "u", 1, None, row(1, 110)),
+        message(120, "u", 1, None, row(1, 120)),
+    ]
+    for key in (2, 3):
+        first += [
+            message(200 * key + i, "c" if i == 0 else "u", key, None, row(key, i))
+            for i in range(11)
+        ]
+    runs = [
+        first,
+        # run 2: late, between key 1's updates at 110 and 120
+        [message(115, "u", 1, None, row(1, 115)), message(900, "c", 4, None, row(4, 900))],
+        # run 3: a new key; two layers since the base: compacted
+        [message(910, "c", 5, None, row(5, 910))],
+    ]
+    key_1 = [
+        ("1-100", p(100), p(110)),
+        ("1-110", p(110), p(115)),
+        ("1-115", p(115), p(120)),
+        ("1-120", p(120), None),
+    ]
+
+    def key_1_versions():
+        versions = [v for v in history(spark, s) if v[0] == '{"id":1}']
+        return [(v[2]["v"], v[3], v[4]) for v in versions]
+
+    def plan(view):
+        return (
+            spark.sql(f"select * from {s}.{view}")._jdf.queryExecution().executedPlan().toString()
+        )
+
+    for number, batch in enumerate(runs, 1):
+        land(dbt, tmp_path, f"b{number}.jsonl", batch)
+        dbt("run", "--vars", every_second)
+        if number == 1:
+            assert key_1_versions() == [
+                ("1-100", p(100), p(110)),
+                ("1-110", p(110), p(120)),
+                ("1-120", p(120), None),
+            ]
+            continue
+        text = spark.sql(f"show create table {s}.cdc_history").first()[0]
+        assert "layer.committed_at < timestamp_micros(" in text, number
+        if number == 3:
+            # right after the compaction: one scan, the supersession a literal, no join
+            assert "Join" not in plan("cdc_history"), plan("cdc_history")
+            assert plan("cdc_history").count("FileScan") == 1, plan("cdc_history")
+        assert key_1_versions() == key_1, number
+        everything = history(spark, s)
+        dbt("run", "--select", "cdc_history", "--vars", without_literals)
+        assert (
+            "layer.committed_at < timestamp_micros("
+            not in spark.sql(f"show create table {s}.cdc_history").first()[0]
+        )
+        assert "LeftAnti" in plan("cdc_history"), number
+        assert history(spark, s) == everything, number
+    ledger = spark.sql(
+        f"select kind, count(*) from {s}.changelake_ledger__int_history_versions "
+        "where kind in ('base', 'retired') group by kind"
+    ).collect()
+    assert dict(ledger) == {"base": 2}  # the first build's and run 3's; none retired
+    dbt("run", "--full-refresh")
+    assert history(spark, s) == everything
+
+
 def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tmp_path):
     from python_udfs.project import run_dbt
 
