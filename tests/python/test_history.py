@@ -552,12 +552,14 @@ def test_cdc_history_applies_supersessions_as_literals_or_by_an_anti_join(dbt, s
             assert plan("cdc_history").count("FileScan") == 1, plan("cdc_history")
         assert key_1_versions() == key_1, number
         everything = history(spark, s)
+        # (run 2 has a delta layer: its frontier is read with an anti join either way)
+        anti_joins = plan("cdc_history").count("LeftAnti")
         dbt("run", "--select", "cdc_history", "--vars", without_literals)
         assert (
             "layer.committed_at < timestamp_micros("
             not in spark.sql(f"show create table {s}.cdc_history").first()[0]
         )
-        assert "LeftAnti" in plan("cdc_history"), number
+        assert plan("cdc_history").count("LeftAnti") == anti_joins + 1, number
         assert history(spark, s) == everything, number
     ledger = spark.sql(
         f"select kind, count(*) from {s}.changelake_ledger__int_history_versions "
