@@ -55,6 +55,22 @@
     {{ return('(' ~ (quoted | join(', ') if quoted else "''") ~ ')') }}
 {% endmacro %}
 
+{#
+    purpose: the clause ending every write to the history store: each layer's rows in key order
+    (table, key, version), within each partition (batch_id, part) the write makes. With the
+    store's small row groups (`changelake_history_row_group_bytes`, the model's parquet
+    option), a read of one key's history skips, by the row groups' min/max statistics of
+    `key_json`, the rows of every other key in each file, where an unsorted file holds every
+    key in every row group and prunes nothing. Spark writes a partitioned table sorted by its
+    partition columns: the sort starts with them, so it is the write's sort (a sort not
+    starting with them is replaced by Spark's). `batch_id` must reach it as a column of a union,
+    not a literal projected over one: Spark folds a literal out of the sort, then finds the
+    write's order unmet and sorts again by the partition columns alone.
+#}
+{% macro _changelake_layer_order() %}
+    {{- return('sort by batch_id, part, ' ~ (_changelake_table_id() + ['key_json', 'version_number']) | join(', ')) -}}
+{% endmacro %}
+
 {# purpose: the version columns, in the order of the table (after the table id and key) #}
 {% macro _changelake_version_columns() %}
     {{ return([
@@ -735,17 +751,20 @@ layer_truncates as (
     from new_truncates
 ),
 
+{%- set columns = key + _changelake_version_columns() + ['last_position'] %}
+
+-- the batch id in each branch of the union, so that the layer's key order is the write's
+-- (_changelake_layer_order)
 final as (
-    select *, '{{ invocation_id }}' as batch_id from (
-        select * from layer_rows
-        union all
-        select * from layer_truncates
-    ) as layer_rows
+    select {{ columns | join(', ') }}, '{{ invocation_id }}' as batch_id, part from layer_rows
+    union all
+    select {{ columns | join(', ') }}, '{{ invocation_id }}' as batch_id, part from layer_truncates
 )
 
 select
-    {{ (key + _changelake_version_columns() + ['last_position', 'batch_id', 'part']) | join(',\n    ') }}
+    {{ (columns + ['batch_id', 'part']) | join(',\n    ') }}
 from final
+{{ _changelake_layer_order() }}
 {% endmacro %}
 
 {#
@@ -1015,6 +1034,7 @@ classified as (
             select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
             union all
             select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from kept_rows
+            {{ _changelake_layer_order() }}
         {%- endset -%}
         {%- do run_query(compaction) -%}
         {%- set commit -%}

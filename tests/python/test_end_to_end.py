@@ -101,6 +101,9 @@ COMPACTION = {
 # how cdc_history applies the supersessions of late keys: as literals in its text (up to 100
 # keys, the default), or by an anti join of the superseded rows (none as literals)
 SUPERSESSIONS = {"literals": {}, "anti join": {"changelake_history_supersession_literals": 0}}
+# row groups of the history store far smaller than its 512 KiB, so this small world's files
+# hold several each (the store's option, set when the first build creates it)
+SMALL_ROW_GROUPS = {"changelake_history_row_group_bytes": 16384}
 
 
 @pytest.mark.parametrize(("seed", "batches"), [(RANDOM_SEED, 3)], ids=lambda v: str(v))
@@ -121,9 +124,10 @@ def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_p
                 dbt.land(feed_dir.name, file)
         policy, reads = draw.choice(sorted(COMPACTION)), draw.choice(sorted(SUPERSESSIONS))
         print(f"seed {seed}: {batch.name} built with compaction {policy}, supersessions {reads}")
-        dbt_vars = json.dumps({**COMPACTION[policy], **SUPERSESSIONS[reads]})
+        dbt_vars = json.dumps({**COMPACTION[policy], **SUPERSESSIONS[reads], **SMALL_ROW_GROUPS})
         dbt("build", "--exclude", "tag:accounting", "--vars", dbt_vars)
     dbt("test", "--select", "tag:accounting")
+    check_store_in_key_order(spark, dbt.schema)
     s = dbt.schema
     report = compare(spark, s, summary)
     assert [r for r in report if not r["matched"]] == [], f"seed {seed}"
@@ -141,8 +145,58 @@ def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_p
         f"opening_change_id, closing_change_id from {s}.cdc_history"
     )
     incremental = sorted(spark.sql(query).collect())
-    dbt("build", "--full-refresh", "--exclude", "tag:accounting")
+    small = json.dumps(SMALL_ROW_GROUPS)
+    dbt("build", "--full-refresh", "--exclude", "tag:accounting", "--vars", small)
     assert sorted(spark.sql(query).collect()) == incremental, f"seed {seed}"
+    # one base now: a read of one key's rows skips most of its row groups
+    rows = check_store_in_key_order(spark, s)
+    key = spark.sql(f"select key_json from {s}.cdc_current order by key_json limit 1").first()[0]
+    one_key = spark.sql(
+        f"select * from {s}.int_history_versions where key_json = '{key}' and part = 'closed'"
+    )
+    assert one_key.count() > 0
+    scanned = scanned_rows(one_key)
+    assert 0 < scanned < rows / 4, (scanned, rows)
+
+
+def check_store_in_key_order(spark, s) -> int:
+    """Every file of the history store holds its rows in key order (table, key, version), in
+    more than one row group where it is large; returns the store's row count."""
+    import pyarrow.parquet as pq
+
+    location = (
+        spark.sql(f"describe formatted {s}.int_history_versions")
+        .where("col_name = 'Location'")
+        .first()
+        .data_type
+    )
+    order = ["feed", "source_name", "database_name", "schema_name", "table_name", "key_json"]
+    order.append("version_number")
+    files = sorted(Path(location.removeprefix("file:")).glob("batch_id=*/part=*/*.parquet"))
+    assert files
+    rows, groups = 0, []
+    for file in files:
+        parquet = pq.ParquetFile(file)
+        columns = parquet.read(columns=order).to_pylist()
+        keys = [tuple((c[name] is not None, c[name]) for name in order) for c in columns]
+        assert keys == sorted(keys), file
+        rows += len(keys)
+        groups.append(parquet.metadata.num_row_groups)
+    assert max(groups) > 1, groups
+    return rows
+
+
+def scanned_rows(frame) -> int:
+    """Rows the parquet scans of a query read (before its filters), from running it."""
+    frame.collect()
+    plan = frame._jdf.queryExecution().executedPlan()
+    leaves = plan.collectLeaves()
+    total = 0
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.nodeName().startswith("Scan parquet"):
+            total += leaf.metrics().apply("numOutputRows").value()
+    return total
 
 
 TRACKED = ("first_name", "last_name", "is_active", "loyalty_tier")
