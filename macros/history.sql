@@ -298,7 +298,8 @@
     `keys` (the name of a relation of table id and key_json columns, few enough to broadcast:
     see _changelake_history_plan), those keys' rows only: the keys are broadcast to the
     scan, so the other rows are dropped where they are read, before the ranking exchanges them.
-    With `named` (layers from _changelake_read_layers), the rows of those layers, named in the SQL.
+    With `named` (layers from _changelake_read_layers), the rows of those layers, named in the
+    SQL, and not ranked when one of them alone holds frontier rows.
 #}
 {% macro changelake_history_frontier(relation, model_identifier='int_history_versions', published=false, keys=none, named=none) %}
     {%- if keys and published -%}
@@ -309,15 +310,22 @@
         {{ return(_changelake_named_frontier(relation, published_layers)) }}
     {%- endif -%}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
+    {#- a layer holds at most one frontier row per key: with one layer holding frontier rows,
+        there is nothing to rank (and no exchange of the rows to rank them) -#}
+    {%- set ranked = named is none or (named | selectattr('has_live_frontier') | list | length) > 1 -%}
     select * except (newness)
     from (
         select {{ '/*+ broadcast(' ~ keys ~ ') */' if keys else '' }}
             stored.* except (part, layer),
             stored.layer.committed_at as layer_committed_at,
             stored.layer.is_base,
+            {%- if ranked %}
             row_number() over (
                 partition by {{ key | join(', ') }} order by stored.layer.committed_at desc
             ) as newness
+            {%- else %}
+            1 as newness
+            {%- endif %}
         from ({{ _changelake_live_rows(relation, model_identifier, ['frontier'], named=named) }}) as stored
         {%- if keys %}
         left semi join {{ keys }} on {{ _changelake_same_table('stored', keys, key=true) }}
@@ -571,7 +579,7 @@
     {#- the store's live layers, read once: the plan query and the insert name them -#}
     {%- set named = _changelake_read_layers(this.identifier) if execute and incremental else none -%}
     {%- set plan = _changelake_history_plan(changes_model, pending, named) if incremental else {'key_scan': false, 'any_late': true} -%}
-    {%- set key_scan, any_late = plan['key_scan'], plan['any_late'] -%}
+    {%- set key_scan, any_late, any_truncate = plan['key_scan'], plan['any_late'], plan.get('any_truncate', true) -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
@@ -597,7 +605,15 @@ new_events as (
 ),
 
 new_truncates as (
+    {%- if any_truncate %}
     {{ _changelake_truncate_events('new_changes') }}
+    {%- else %}
+    -- the plan found no truncate in the pending batches: none, known when Spark plans the
+    -- insert, so it drops every branch that truncates feed (a new truncate touches every key
+    -- of its table: those branches read the whole frontier)
+    select * from ({{ _changelake_truncate_events('new_changes') }}) as truncates
+    where false
+    {%- endif %}
 ),
 {%- if incremental %}
 
@@ -881,7 +897,8 @@ classified as (
     purpose: how the run reads, decided at compile time: {'key_scan': whether it may read the
     frontier for the keys it touches alone, 'any_late': whether any key of the pending
     change-log batches must be re-folded from all its changes (when none is, the run does not
-    read the change log's past at all)}.
+    read the change log's past at all), 'any_truncate': whether the pending batches hold a
+    truncate (when none does, the run does not read the whole frontier)}.
     With `key_scan`, the touched keys are broadcast to the frontier's scan (a hint), which drops
     the other rows where they are read instead of exchanging every row to join them. A
     broadcast is held whole in the driver's and every executor's memory, so only when the keys
@@ -895,17 +912,17 @@ classified as (
 #}
 {% macro _changelake_history_plan(changes_model, pending, named, max_rows=1000000) %}
     {%- if not execute -%}
-        {{ return({'key_scan': true, 'any_late': true}) }}
+        {{ return({'key_scan': true, 'any_late': true, 'any_truncate': true}) }}
     {%- endif -%}
     {%- set max_rows = var('changelake_history_key_scan_rows', max_rows) -%}
     {%- if (pending.values() | sum) <= max_rows -%}
         {%- set row = run_query(_changelake_history_late_query(changes_model, pending, named, key_scan=true)).rows[0] -%}
         {%- if row[1] == 0 -%}
-            {{ return({'key_scan': true, 'any_late': row[0] > 0}) }}
+            {{ return({'key_scan': true, 'any_late': row[0] > 0, 'any_truncate': false}) }}
         {%- endif -%}
     {%- endif -%}
     {%- set row = run_query(_changelake_history_late_query(changes_model, pending, named, key_scan=false)).rows[0] -%}
-    {{ return({'key_scan': false, 'any_late': row[0] > 0}) }}
+    {{ return({'key_scan': false, 'any_late': row[0] > 0, 'any_truncate': row[1] > 0}) }}
 {% endmacro %}
 
 {#
