@@ -609,8 +609,8 @@ new_truncates as (
     {{ _changelake_truncate_events('new_changes') }}
     {%- else %}
     -- the plan found no truncate in the pending batches: none, known when Spark plans the
-    -- insert, so it drops every branch that truncates feed (a new truncate touches every key
-    -- of its table: those branches read the whole frontier)
+    -- insert, so it drops every branch fed by truncates (a new truncate touches every key of
+    -- its table: those branches read the whole frontier)
     select * from ({{ _changelake_truncate_events('new_changes') }}) as truncates
     where false
     {%- endif %}
