@@ -12,6 +12,8 @@
       which is what the per-key SCD-2 rules need;
     - a model computed from the change log alone (cdc_change_log) on the changes this run
       logged (a duplicate of an older change shares its change_id, so `unique` still sees it);
+      a test that checks each row alone (`not_null`, `accepted_values`) reads only the rows
+      this run logged, by their partition, where the change_id scope reads the whole log;
     - any other model (the quarantine, the schema changes, the feed health), every row.
 #}
 
@@ -22,6 +24,16 @@
     {%- if scope == 'false' -%}
         {#- nothing to read: the marker lets the test pass without a query (spark__get_test_sql) -#}
         {{ return('(select * from ' ~ relation ~ ' where false ' ~ _changelake_unchanged() ~ ') dbt_subquery') }}
+    {%- endif -%}
+    {%- if scope != 'true' and relation.identifier == 'cdc_change_log' and _changelake_row_local_test() -%}
+        {#- this run's rows of the log by their partition, not a change_id join over the whole log;
+            the test runs only once the model committed them, so no ledger is read -#}
+        {%- set logged = changelake_pending_rows([invocation_id], 'logged_changes') -%}
+        {%- set rows -%}
+            (select * from ({{ changelake_change_log_rows(target.schema ~ '.int_changes_unioned', logged) }}) as logged
+            {%- if where %} where {{ where }}{% endif %}) dbt_subquery
+        {%- endset -%}
+        {{ return(rows) }}
     {%- endif -%}
     {%- set predicates = [where] if where else [] -%}
     {%- if scope != 'true' -%}
@@ -35,6 +47,15 @@
     {%- endif -%}
     {{ return(relation) }}
 {%- endmacro %}
+
+{#
+    purpose: whether the test being compiled checks each row alone (dbt's `not_null` and
+    `accepted_values`): its result over a subset of the rows is its result over those rows
+#}
+{% macro _changelake_row_local_test() %}
+    {%- set test = model.get('test_metadata') or {} if model is mapping else {} -%}
+    {{ return(test.get('name') in ('not_null', 'accepted_values')) }}
+{% endmacro %}
 
 {# purpose: the comment marking a test relation this invocation did not change #}
 {% macro _changelake_unchanged() %}

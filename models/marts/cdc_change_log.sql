@@ -1,51 +1,6 @@
-with
-
-int_changes_unioned as (
-    select * from {{ ref('int_changes_unioned') }} as logged_changes
-    where {{ changelake_committed('logged_changes', 'int_changes_unioned') }}
-),
-
-final as (
-    select
-        -- ids
-        change_id,
-        feed,
-        topic,
-        kafka_partition,
-        kafka_offset,
-        row_index,
-        -- strings
-        envelope_format,
-        source_engine,
-        source_name,
-        database_name,
-        schema_name,
-        table_name,
-        kind,
-        op,
-        op_raw,
-        key_json,
-        before_json,
-        after_json,
-        linked_key_json,
-        unavailable_columns,
-        column_types,
-        position,
-        transaction_id,
-        -- timestamps
-        committed_at,
-        captured_at,
-        kafka_timestamp,
-        landed_at,
-        -- booleans
-        is_snapshot,
-        -- the same values as JSON objects (to_json(key) renders them)
-        parse_json(key_json) as key,
-        parse_json(before_json) as before,
-        parse_json(after_json) as after
-    from int_changes_unioned
-    -- DataWorks update halves waiting for their partner are not changes yet
-    where kind in ('row', 'truncate')
-)
-
-select * from final
+{#- every committed change of the change log store; the select is `changelake_change_log_rows`
+    (macros/change_log.sql), which the data tests of one build's rows reuse -#}
+{{ changelake_change_log_rows(
+    ref('int_changes_unioned'),
+    changelake_committed('logged_changes', 'int_changes_unioned'),
+) }}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -567,6 +568,50 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     assert code == 1
     # the next build logs it: its own batch (none here) balances
     assert run_dbt(["build", "--select", "+assert_every_landed_record_is_accounted_for"])[0] == 0
+
+
+def test_a_build_checks_each_row_of_what_it_logged_by_partition(dbt, spark, tmp_path):
+    """`not_null` and `accepted_values` on cdc_change_log, in a build that logged changes, read
+    that build's partition of the log: a bad row there fails them, a bad row of an older batch
+    is left to `dbt test`, and no change_id join reads the whole log."""
+    from python_udfs.project import run_dbt
+
+    create, update = seed("pg_key_and_create"), seed("pg_update")
+    dbt.land(
+        "pg_inventory", write(tmp_path / "pg-0-0.jsonl", [kcat_line("t", 0, create[1], create[0])])
+    )
+    dbt("build")
+    dbt.land(
+        "pg_inventory", write(tmp_path / "pg-0-1.jsonl", [kcat_line("t", 1, update[1], update[0])])
+    )
+    ops = "accepted_values_cdc_change_log_op__c__u__d__r"
+    assert run_dbt(["build", "--select", f"+{ops}"])[0] == 0
+    (ran,) = (PROJECT / "target" / "run").rglob(f"{ops}.sql")
+    checked = ran.read_text()
+    (build,) = set(re.findall(r"segment in \('([^']+)'\)", checked))
+    assert "change_id in" not in checked
+    assert "changelake_ledger" not in checked
+    s = dbt.schema
+    failures = f"select failures from ({checked})"
+    assert spark.sql(failures).first()[0] == 0
+    # an op outside the accepted values in an older committed batch: not this build's rows
+    bad_op = "* except (batch_id, segment, op), 'x' as op"
+    spark.sql(
+        f"insert into {s}.int_changes_unioned by name select {bad_op}, 'older' as batch_id, "
+        f"'older' as segment from {s}.int_changes_unioned limit 1"
+    )
+    spark.sql(
+        f"insert into {s}.changelake_ledger__int_changes_unioned "
+        f"partition (segment = 'tail') values ('batch', 'older', current_timestamp(), 1)"
+    )
+    assert spark.sql(failures).first()[0] == 0
+    assert run_dbt(["test", "--select", ops])[0] == 1
+    # the same in the build's own partition: the build's check finds it
+    spark.sql(
+        f"insert into {s}.int_changes_unioned by name select {bad_op}, '{build}' as batch_id, "
+        f"'{build}' as segment from {s}.int_changes_unioned where segment = '{build}' limit 1"
+    )
+    assert spark.sql(failures).first()[0] == 1
 
 
 def test_land_command_copies_atomically_and_rejects_unknown_feeds(tmp_path):
