@@ -53,7 +53,7 @@
     `accepted_values`): its result over a subset of the rows is its result over those rows
 #}
 {% macro _changelake_row_local_test() %}
-    {%- set test = model.get('test_metadata') or {} if model is mapping else {} -%}
+    {%- set test = (model.get('test_metadata') or {}) if model is mapping else {} -%}
     {{ return(test.get('name') in ('not_null', 'accepted_values')) }}
 {% endmacro %}
 
