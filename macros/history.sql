@@ -416,6 +416,65 @@
 {% endmacro %}
 
 {#
+    purpose: SQL (a select) of the versions the layer `batch_id` of the history store `relation`
+    wrote, as the history shows them: its closed rows and its open frontier rows (a frontier
+    row closed by a delete is among its closed rows too). A build's data tests of cdc_history
+    read these, the rows the build wrote (macros/test_scope.sql).
+#}
+{% macro changelake_history_layer_versions(relation, batch_id) %}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() -%}
+    select {{ columns | join(', ') }}
+    from {{ relation }} as stored
+    where stored.batch_id = {{ _changelake_literal(batch_id) }}
+        and (stored.part = 'closed' or (stored.part = 'frontier' and stored.is_current))
+{% endmacro %}
+
+{#
+    purpose: SQL (a select) of cdc_history's rows from `versions` (a select of the table id, key
+    and version columns): the model's select over the published store, and a build's data tests'
+    over the build's layer (changelake_history_layer_versions)
+#}
+{% macro changelake_history_rows(versions) %}
+with
+
+versions as (
+    select * from ({{ versions }}) as versions
+),
+
+final as (
+    select
+        -- ids
+        feed,
+        source_name,
+        database_name,
+        schema_name,
+        table_name,
+        key_json,
+        version_number,
+        opening_change_id,
+        closing_change_id,
+        -- strings
+        row_json,
+        valid_from_position,
+        valid_to_position,
+        opened_from_key_json,
+        closed_into_key_json,
+        -- timestamps
+        valid_from,
+        valid_to,
+        -- booleans
+        is_current,
+        is_deleted,
+        -- the key and the row as JSON objects (to_json renders them)
+        parse_json(key_json) as key,
+        parse_json(row_json) as row
+    from versions
+)
+
+select * from final
+{% endmacro %}
+
+{#
     purpose: the supersessions among the layers live now (_changelake_published_layers) that
     void rows of an older live layer, for a public view to apply as literals: a list of
     {table id columns, key_json, micros}, one per key, `micros` the commit time of the newest
@@ -1071,8 +1130,8 @@ classified as (
             ) as ledger_rows
         {%- endset -%}
         {%- do run_query(commit) -%}
-        {#- this run's own layer stays until the run's end: its keys are what the run's data
-            tests check (changelake_changed_rows) -#}
+        {#- this run's own layer stays until the run's end: its versions and keys are what the
+            run's data tests check (macros/test_scope.sql) -#}
         {%- do _changelake_drop_dead_layers(this, keep=[invocation_id]) -%}
     {%- endif -%}
     {{ return('select 1') }}

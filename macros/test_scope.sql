@@ -7,9 +7,14 @@
       committed no batch in this invocation holds exactly what the last build tested: its tests
       pass without a query (`spark__get_test_sql`), so a run with nothing new tests nothing
       again;
-    - a model computed from the history store alone (cdc_history, cdc_current, the typed
-      tables) is tested on the keys this run's layer touched: every version of each such key,
-      which is what the per-key SCD-2 rules need;
+    - a model computed from the history store alone (cdc_current, the typed tables) is tested
+      on the keys this run's layer touched (every version of each, which the typed tables'
+      per-key SCD-2 rules need: their versions are renumbered over the key's whole history);
+      cdc_history's SCD-2 rules, its tests that check each row alone and the open versions
+      that cdc_current must show read the versions the run's layer wrote (for a key the run
+      resumed, from the version it resumed from when that was open, written again closed or
+      still open; for a key it re-folded, every version), where the key filter makes Spark
+      read the whole store; the older versions were tested by the builds that wrote them;
     - a model computed from the change log alone (cdc_change_log) on the changes this run
       logged (a duplicate of an older change shares its change_id, so `unique` still sees it);
       a test that checks each row alone (`not_null`, `accepted_values`) reads only the rows
@@ -35,18 +40,40 @@
         {%- endset -%}
         {{ return(rows) }}
     {%- endif -%}
+    {%- if scope != 'true' and relation.identifier == 'cdc_history' and _changelake_layer_test() -%}
+        {#- the versions this run's layer wrote, as cdc_history shows them; the layer stays until
+            the run's end, though a compaction in this run replaced it (changelake_compact_history) -#}
+        {%- set versions = changelake_history_layer_versions(target.schema ~ '.int_history_versions', invocation_id) -%}
+        {%- set rows -%}
+            (select * from ({{ changelake_history_rows(versions) }}) as layer_versions
+            {%- if where %} where {{ where }}{% endif %}) dbt_subquery
+        {%- endset -%}
+        {{ return(rows) }}
+    {%- endif -%}
     {%- set predicates = [where] if where else [] -%}
     {%- if scope != 'true' -%}
         {%- do predicates.append(scope) -%}
     {%- endif -%}
     {%- if predicates -%}
         {%- set filtered -%}
-            (select * from {{ relation }} where {{ predicates | join(' and ') }}) dbt_subquery
+            (select * from {{ relation }} as changelake_scoped where {{ predicates | join(' and ') }}) dbt_subquery
         {%- endset -%}
         {{ return(filtered) }}
     {%- endif -%}
     {{ return(relation) }}
 {%- endmacro %}
+
+{#
+    purpose: whether the test being compiled reads, in a build, the versions of cdc_history the
+    run's layer wrote: the SCD-2 rules (per key, over consecutive versions: the layer holds a
+    resumed key's versions from the one it resumed from), the open versions cdc_current must
+    show (for the keys the run touched, which scope cdc_current), and the tests that check
+    each row alone
+#}
+{% macro _changelake_layer_test() %}
+    {%- set test = (model.get('test_metadata') or {}) if model is mapping else {} -%}
+    {{ return(test.get('name') in ('scd2_rules', 'equals_open_versions') or _changelake_row_local_test()) }}
+{% endmacro %}
 
 {#
     purpose: whether the test being compiled checks each row alone (dbt's `not_null` and
@@ -104,7 +131,18 @@
         {{ return('true') }}
     {%- endif -%}
     {%- set columns = _changelake_documented_columns(relation.identifier) -%}
-    {%- if stores == ['int_history_versions'] and 'key_json' in columns -%}
+    {%- set table_key = _changelake_table_id() + ['key_json'] -%}
+    {%- if stores == ['int_history_versions'] and table_key | reject('in', columns) | list | length == 0 -%}
+        {#- the rows of the keys the run's layer touched (its frontier holds one row per key), by
+            table and key: a key_json alone is in many tables -#}
+        {%- set same = ["changelake_layer.key_json = changelake_scoped.key_json"] -%}
+        {%- for column in _changelake_table_id() -%}
+            {%- do same.append('changelake_layer.' ~ column ~ ' <=> changelake_scoped.' ~ column) -%}
+        {%- endfor -%}
+        {{ return('exists (select 1 from ' ~ target.schema ~ '.int_history_versions as changelake_layer where '
+            ~ "changelake_layer.batch_id = " ~ _changelake_literal(invocation_id)
+            ~ " and changelake_layer.part = 'frontier' and " ~ same | join(' and ') ~ ')') }}
+    {%- elif stores == ['int_history_versions'] and 'key_json' in columns -%}
         {{ return('key_json in (select key_json from ' ~ target.schema ~ ".int_history_versions where batch_id = '"
             ~ invocation_id ~ "')") }}
     {%- elif stores == ['int_changes_unioned'] and 'change_id' in columns -%}

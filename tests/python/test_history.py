@@ -570,7 +570,11 @@ def test_cdc_history_applies_supersessions_as_literals_or_by_an_anti_join(dbt, s
     assert history(spark, s) == everything
 
 
-def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tmp_path):
+def test_a_build_tests_the_versions_its_layer_wrote_and_dbt_test_every_key(dbt, spark, tmp_path):
+    """In a build, cdc_history's SCD-2 rules read the versions the build's history layer wrote
+    (a broken version there fails them, one in an older layer is left to `dbt test`), and
+    cdc_current is checked, for the keys the layer touched (by table and key), against the
+    versions the layer left open; a first build and a full refresh test every row."""
     from python_udfs.project import run_dbt
 
     land(
@@ -579,44 +583,92 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
         "a.jsonl",
         [message(10, "c", 1, after={"id": 1, "v": "a"}), message(11, "c", 2, after={"id": 2})],
     )
-    narrowed = "key_json in (select key_json from"
+    narrowed = ("int_history_versions", "exists (select 1 from")
 
-    def history_test_sql(result) -> list[str]:
-        return [
-            r.node.compiled_code
+    def history_test_sql(result) -> dict[str, str]:
+        return {
+            r.node.name: r.node.compiled_code
             for r in result.result.results
-            if r.node.resource_type == "test" and "cdc_history" in r.node.name
-        ]
+            if r.node.resource_type == "test"
+            and r.node.name.startswith(("scd2_rules_cdc_history", "equals_open_versions"))
+        }
 
-    # a first build tests every row as it is (each is new): no narrowing join
+    # a first build tests every row as it is (each is new): no narrowing
     result = dbt("build")
-    assert history_test_sql(result)
-    assert not any(narrowed in sql for sql in history_test_sql(result))
+    assert len(history_test_sql(result)) == 2
+    assert not any(n in sql for sql in history_test_sql(result).values() for n in narrowed)
     s = dbt.schema
     # a broken history for key 1: a second current version, in a layer the ledger calls committed
+    key_1 = "key_json = '{\"id\":1}'"
     spark.sql(
         f"insert into {s}.int_history_versions by name "
         f"select * except (batch_id, part), 'forged' as batch_id, 'closed' as part "
-        f"from {s}.int_history_versions where part = 'frontier' and key_json = '{{\"id\":1}}'"
+        f"from {s}.int_history_versions where part = 'frontier' and {key_1}"
     )
     spark.sql(
         f"insert into {s}.changelake_ledger__int_history_versions "
         f"partition (segment = 'tail') values ('batch', 'forged', current_timestamp(), 1)"
     )
-    history_tests = ["--select", "cdc_history"]
+    history_tests = ["--select", "cdc_history", "cdc_current"]
     pg_and_downstream = ["--select", "decoded_pg_inventory+"]
+    spark.sql(f"create table {s}.current_before using parquet as select * from {s}.cdc_current")
 
-    # a build that touches key 2 only tests key 2's versions: it passes
-    land(dbt, tmp_path, "b.jsonl", [message(12, "u", 2, after={"id": 2, "v": "b"})])
-    code, result = run_dbt(["build", *pg_and_downstream])
+    # a build that updates key 1 checks the versions its layer wrote: the forged one is older
+    # (not compacted, so its layer stays live and can be read after the build)
+    land(dbt, tmp_path, "b.jsonl", [message(12, "u", 1, after={"id": 1, "v": "b"})])
+    never = json.dumps(
+        {
+            "changelake_history_small_rows": 0,
+            "changelake_history_max_layers": 1000,
+            "changelake_history_max_share": 1000,
+        }
+    )
+    code, result = run_dbt(["build", *pg_and_downstream, "--vars", never])
     assert code == 0, result.exception
-    assert history_test_sql(result)
-    assert all(narrowed in sql for sql in history_test_sql(result))
-    # `dbt test` reads every key: the forged version of key 1 fails it
+    tests = history_test_sql(result)
+    (rules,) = (sql for name, sql in tests.items() if name.startswith("scd2_rules"))
+    (open_versions,) = (sql for name, sql in tests.items() if name.startswith("equals_open"))
+    (build,) = set(re.findall(r"stored\.batch_id = '([^']+)'", rules))
+    assert "key_json in (select" not in rules
+    assert "cdc_history" not in rules
+    assert f"changelake_layer.batch_id = '{build}'" in open_versions
+    assert "changelake_layer.schema_name <=> changelake_scoped.schema_name" in open_versions
+    failures = "select count(*) from ({}) as failing"
+    layer_rows = f"select count(*) from {s}.int_history_versions where batch_id = '{build}'"
+    assert spark.sql(layer_rows).first()[0] > 0
+    assert spark.sql(failures.format(rules)).first()[0] == 0
+    assert spark.sql(failures.format(open_versions)).first()[0] == 0
+    # `dbt test` reads every version: the forged one fails it
     assert run_dbt(["test", *history_tests])[0] == 1
-    # a build that touches key 1 tests key 1: it fails, though its compaction (due: the layer
-    # holds more than a fifth of the base) replaced its layer, which its tests read the keys of
-    land(dbt, tmp_path, "c.jsonl", [message(13, "u", 1, after={"id": 1, "v": "c"})])
+    # a cdc_current that does not show the version the layer left open for key 1 (it shows the
+    # one before the build's update) fails the build's check of the open versions
+    stale = open_versions.replace(f"{s}.cdc_current ", f"{s}.current_before ")
+    assert stale != open_versions
+    assert spark.sql(failures.format(stale)).first()[0] == 2
+    # a second current version of key 1 in the build's own layer fails the build's rules
+    spark.sql(
+        f"insert into {s}.int_history_versions by name "
+        f"select * except (batch_id, part, copy_part), '{build}' as batch_id, copy_part as part "
+        f"from (select * from {s}.int_history_versions "
+        f"where batch_id = '{build}' and part = 'frontier' and {key_1}) "
+        f"lateral view explode(array('closed', 'frontier')) copies as copy_part"
+    )
+    assert spark.sql(failures.format(rules)).first()[0] > 0
+
+    # key 2's last version forged to open after everything the source sends next: a build
+    # that updates key 2 resumes from it and writes a version that closes before it opens. Its
+    # compaction (due: a small store) replaces its layer, which its tests read all the same.
+    spark.sql(
+        f"insert into {s}.int_history_versions by name "
+        f"select * except (batch_id, part, valid_from_position), "
+        f"'{'9' * 20}' as valid_from_position, 'forged-2' as batch_id, 'frontier' as part "
+        f"from {s}.int_history_versions where part = 'frontier' and key_json = '{{\"id\":2}}'"
+    )
+    spark.sql(
+        f"insert into {s}.changelake_ledger__int_history_versions "
+        f"partition (segment = 'tail') values ('batch', 'forged-2', current_timestamp(), 1)"
+    )
+    land(dbt, tmp_path, "c.jsonl", [message(13, "u", 2, after={"id": 2, "v": "c"})])
 
     def bases() -> int:
         return spark.sql(
@@ -632,8 +684,8 @@ def test_a_build_tests_the_keys_it_touched_and_dbt_test_every_key(dbt, spark, tm
     # a full refresh (the forged rows gone with the table) tests every row, not narrowed
     code, result = run_dbt(["build", "--full-refresh", *pg_and_downstream])
     assert code == 0, result.exception
-    assert history_test_sql(result)
-    assert not any(narrowed in sql for sql in history_test_sql(result))
+    assert len(history_test_sql(result)) == 2
+    assert not any(n in sql for sql in history_test_sql(result).values() for n in narrowed)
 
 
 def test_scd2_rules_return_each_version_that_breaks_a_rule_naming_it(dbt, spark):
