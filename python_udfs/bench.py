@@ -794,6 +794,12 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
                     # five reads each: a read takes a tenth of a second or so, and one of
                     # three could land on a collection or another process's burst
                     **{name: read_seconds(spark, sql, 5) for name, sql in reads.items()},
+                    # the rows each read returns: the world grows as it changes (new orders,
+                    # customers), so a read's time is judged per row as well
+                    **{
+                        f"{name}_rows": spark.sql(f"select count(*) from ({sql})").first()[0]
+                        for name, sql in reads.items()
+                    },
                 }
             )
             last = out["runs"][-1]
@@ -1181,6 +1187,28 @@ def _render_age_medians(runs: list[dict[str, Any]]) -> list[str]:
         before = statistics.median(r[key] for r in early)
         after = statistics.median(r[key] for r in late)
         lines.append(f"| {label} | {before:.2f} | {after:.2f} | {after / before:.2f} |")
+    # the reads per row returned (measurements saved before rows were counted have none)
+    for label, key in (
+        ("cdc_current rows", "current"),
+        ("cdc_current read, microseconds a row", "current"),
+        ("one key's history rows", "key_history"),
+        ("typed current rows", "typed_current"),
+        ("typed current read, microseconds a row", "typed_current"),
+    ):
+        if any(f"{key}_rows" not in r for r in early + late):
+            continue
+        per_row = "microseconds" in label
+
+        def figure(r: dict[str, Any], key: str = key, per_row: bool = per_row) -> float:
+            rows = r[f"{key}_rows"]
+            return r[key] * 1e6 / max(1, rows) if per_row else rows
+
+        before = statistics.median(figure(r) for r in early)
+        after = statistics.median(figure(r) for r in late)
+        shown = ".2f" if per_row else ",.0f"
+        lines.append(
+            f"| {label} | {before:{shown}} | {after:{shown}} | {after / max(before, 1e-9):.2f} |"
+        )
     return lines
 
 
