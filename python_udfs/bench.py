@@ -1187,17 +1187,17 @@ def _render_age_medians(runs: list[dict[str, Any]]) -> list[str]:
         before = statistics.median(r[key] for r in early)
         after = statistics.median(r[key] for r in late)
         lines.append(f"| {label} | {before:.2f} | {after:.2f} | {after / before:.2f} |")
-    # the reads per row returned (measurements saved before rows were counted have none)
-    for label, key in (
-        ("cdc_current rows", "current"),
-        ("cdc_current read, microseconds a row", "current"),
-        ("one key's history rows", "key_history"),
-        ("typed current rows", "typed_current"),
-        ("typed current read, microseconds a row", "typed_current"),
+    # the reads per row returned (measurements saved before rows were counted have none):
+    # (label, read, whether the figure is microseconds a row rather than the row count)
+    for label, key, per_row in (
+        ("cdc_current rows", "current", False),
+        ("cdc_current read, microseconds a row", "current", True),
+        ("one key's history rows", "key_history", False),
+        ("typed current rows", "typed_current", False),
+        ("typed current read, microseconds a row", "typed_current", True),
     ):
         if any(f"{key}_rows" not in r for r in early + late):
             continue
-        per_row = "microseconds" in label
 
         def figure(r: dict[str, Any], key: str = key, per_row: bool = per_row) -> float:
             rows = r[f"{key}_rows"]

@@ -211,3 +211,12 @@ def test_saved_measurements_render_as_the_run_rendered_them(tmp_path):
     )
     assert "The same figures as medians of runs 2-11 and 5-14:" in rendered
     assert "| build s | 21.00 | 21.00 | 1.00 |" in rendered
+    # saved before the reads' rows were counted: no per-row figures
+    assert "a row" not in rendered
+    # with the rows counted: the rows late against early, and each read's time a row
+    for run in age_runs:
+        run.update(current_rows=1000 * run["run"], key_history_rows=2, typed_current_rows=500)
+    rendered = "\n".join(bench.render_age(age, largest))
+    assert "| cdc_current rows | 6,500 | 9,500 | 1.46 |" in rendered
+    assert "| cdc_current read, microseconds a row | 15.48 | 10.56 | 0.68 |" in rendered
+    assert "| typed current read, microseconds a row | 600.00 | 600.00 | 1.00 |" in rendered
