@@ -432,9 +432,10 @@
 {#
     purpose: SQL (a select) of cdc_history's rows from `versions` (a select of the table id, key
     and version columns): the model's select over the published store, and a build's data tests'
-    over the build's layer (changelake_history_layer_versions)
+    over the build's layer (changelake_history_layer_versions). With `open_only`, cdc_current's
+    rows: the columns of an open version alone, from `versions` that are open.
 #}
-{% macro changelake_history_rows(versions) %}
+{% macro changelake_history_rows(versions, open_only=false) %}
 with
 
 versions as (
@@ -450,21 +451,29 @@ final as (
         schema_name,
         table_name,
         key_json,
+        {%- if not open_only %}
         version_number,
+        {%- endif %}
         opening_change_id,
+        {%- if not open_only %}
         closing_change_id,
+        {%- endif %}
         -- strings
         row_json,
         valid_from_position,
+        {%- if not open_only %}
         valid_to_position,
         opened_from_key_json,
         closed_into_key_json,
+        {%- endif %}
         -- timestamps
         valid_from,
+        {%- if not open_only %}
         valid_to,
         -- booleans
         is_current,
         is_deleted,
+        {%- endif %}
         -- the key and the row as JSON objects (to_json renders them)
         parse_json(key_json) as key,
         parse_json(row_json) as row
