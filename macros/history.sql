@@ -1047,13 +1047,18 @@ classified as (
     is no longer live (replaced, or left by a killed run) and that no view names is dropped,
     the rest at the run's end, once the views name the new base.
 
-    A small store (its newest base and the layers since holding `small_rows` rows or fewer) is
-    compacted after every run that wrote a layer. There a read of `cdc_current` over delta
-    layers costs a second query (the deltas' keys, broadcast to the scan of the frontier) that
-    about doubles it (0.17-0.21 s against 0.07-0.10 s over a 23,000-key frontier), while the
-    compaction takes a second or two; over a large store a compaction costs more and the
-    second query is a smaller part of a read. The vars `changelake_history_max_layers`, `changelake_history_max_share` and
-    `changelake_history_small_rows` override the three limits.
+    A store whose current state is small (the newest base's frontier and the layers since
+    holding `small_rows` rows or fewer) is compacted after every run that wrote a layer,
+    however many closed versions its age has gathered: such a compaction writes the frontier
+    whole and the deltas' closed versions (an older base is merged only by the rule above), so
+    it costs what the live rows cost, not what the store's age does. There a read of
+    `cdc_current` or of one key's `cdc_history` over delta layers costs a second query (the
+    deltas' keys, broadcast to the scan of the frontier) that about doubles it (0.17-0.21 s
+    against 0.07-0.10 s over a 23,000-key frontier), while the compaction takes a second or
+    two; over a large frontier a compaction costs more and the second query is a smaller part
+    of a read. The vars `changelake_history_max_layers`, `changelake_history_max_share` and
+    `changelake_history_small_rows` override the three limits (a `small_rows` of 0: no store is
+    small).
 #}
 {% macro changelake_compact_history(max_layers=8, max_share=0.2, small_rows=100000) %}
     {#- also after a run with nothing new: a compaction a killed run left undone is done then -#}
@@ -1069,14 +1074,22 @@ classified as (
         select
             count_if(not live_layers.is_base) as delta_layers,
             coalesce(sum(case when not live_layers.is_base then ledger.rows_written end), 0) as delta_rows,
-            coalesce(sum(case when live_layers.is_base and live_layers.has_live_frontier then ledger.rows_written end), 0) as base_rows
+            coalesce(sum(case when live_layers.is_base and live_layers.has_live_frontier then ledger.rows_written end), 0) as base_rows,
+            max(case when live_layers.is_base and live_layers.has_live_frontier then live_layers.batch_id end) as base_id
         from live_layers
         inner join {{ ledger }} as ledger
             on live_layers.batch_id = ledger.batch_id and ledger.kind in ('batch', 'base')
     {%- endset -%}
     {%- set row = run_query(stats).rows[0] -%}
-    {%- set due = row[0] >= 1 and (row[0] >= max_layers or row[1] > max_share * row[2]
-        or row[1] + row[2] <= small_rows) -%}
+    {%- set due = row[0] >= 1 and (row[0] >= max_layers or row[1] > max_share * row[2]) -%}
+    {%- if row[0] >= 1 and not due and small_rows > 0 -%}
+        {#- the newest base's frontier (the current versions as of that base): a count of one
+            partition, read from the parquet footers -#}
+        {%- set frontier_rows = 0 if row[3] is none else run_query(
+            'select count(*) from ' ~ this ~ ' where batch_id = ' ~ _changelake_literal(row[3])
+            ~ " and part = 'frontier'").rows[0][0] -%}
+        {%- set due = row[1] + frontier_rows <= small_rows -%}
+    {%- endif -%}
     {%- if due -%}
         {%- set layer = invocation_id ~ '-base' -%}
         {%- set bases = _changelake_bases_to_merge() -%}

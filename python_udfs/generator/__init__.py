@@ -113,6 +113,7 @@ def generate(
     feeds: Sequence[str] = FEEDS,
     last_share: float | None = None,
     progress: Callable[[str], None] | None = None,
+    steady: bool = False,
 ) -> dict[str, Any]:
     """Write ``batches`` landing batches of every feed under ``out``; return the summary.
 
@@ -121,7 +122,10 @@ def generate(
     the changes after it are split equally over the batches; or with ``last_share`` the last
     batch holds that share of all the changes (0.01: a 1% increment).
     ``out/expected.json`` holds the expected final state. Same arguments, same bytes.
-    ``progress``, when given, is told each feed as it starts.
+    ``progress``, when given, is told each feed as it starts. With ``steady`` the world ages
+    without growing: customers and orders stay about ``keys`` live rows each (an insert past
+    that deletes one instead), so a read of the current state returns about as many rows after
+    the last batch as after the first.
     """
     out.mkdir(parents=True, exist_ok=True)
     encoders = _encoders()
@@ -132,13 +136,15 @@ def generate(
         "seed": seed,
         "feeds": {},
     }
+    if steady:
+        summary["steady"] = True
     per_feed = max(1, events // len(feeds))
     for number, feed in enumerate(feeds, 1):
         if progress is not None:
             progress(f"generating {feed} ({number}/{len(feeds)}, {per_feed:,} changes)")
         factory, capabilities, shape = encoders[feed]
         rng = random.Random(f"{seed}/{feed}")
-        world = World(rng, keys, capabilities)
+        world = World(rng, keys, capabilities, steady)
         encoder = factory()
         landing = Landing(out, feed, shape, batches, random.Random(f"{seed}/{feed}/landing"))
         expect = Expectation(encoder.family, qualified_tables(feed))
@@ -201,6 +207,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--feeds", default=",".join(FEEDS), help="comma-separated feeds")
     parser.add_argument("--last-share", type=float, help="share of changes in the last batch")
+    parser.add_argument(
+        "--steady", action="store_true", help="keep customers and orders at about --keys rows"
+    )
     opts = parser.parse_args(argv)
     summary = generate(
         opts.out,
@@ -211,6 +220,7 @@ def main(argv: Sequence[str]) -> int:
         opts.feeds.split(","),
         opts.last_share,
         runtime.log,
+        opts.steady,
     )
     for feed, facts in summary["feeds"].items():
         print(

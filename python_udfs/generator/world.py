@@ -141,9 +141,14 @@ def key_of(table: str, row: dict[str, Any]) -> tuple:
 class World:
     """The inventory database of one feed: generates transactions and tracks live rows."""
 
-    def __init__(self, rng: random.Random, keys: int, capabilities: set[str]) -> None:
+    def __init__(
+        self, rng: random.Random, keys: int, capabilities: set[str], steady: bool = False
+    ) -> None:
         self.rng = rng
         self.keys = keys
+        # steady: customers and orders stay about ``keys`` live rows each (an insert past that
+        # deletes one instead), so the world ages without growing
+        self.steady = steady
         self.can = capabilities
         self.live = {t: LiveKeys() for t in TABLES}
         self.deleted_customers: list[dict[str, Any]] = []
@@ -259,6 +264,8 @@ class World:
         r = self.rng
         pick = r.random()
         live = self.live
+        if self.steady and pick < 0.20 and len(live["orders"]) >= self.keys:
+            return self._delete_order(live["orders"].choice(r))
         if pick < 0.20 or len(live["orders"]) < 3:
             cid = live["customers"].choice(r)
             if cid is None:
@@ -296,19 +303,14 @@ class World:
                 change.toast = ("description",)
             return [change]
         if pick < 0.77:
-            key = live["orders"].choice(r)
-            number = key[0]
-            changes = [
-                self._delete("order_lines", (number, n))
-                for n in range(1, self.lines_of.get(number, 0) + 1)
-                if (number, n) in live["order_lines"].rows
-            ]
-            return [*changes, self._delete("orders", key)]
+            return self._delete_order(live["orders"].choice(r))
         if pick < 0.83:
             key = live["order_lines"].choice(r)
             if key is None:
                 return []
             return [self._update("order_lines", key, quantity=r.randint(1, 9))]
+        if self.steady and pick < 0.94 and len(live["customers"]) >= self.keys:
+            pick = 0.90  # a customer inserted (new or again) past ``keys``: one deleted instead
         if pick < 0.89:
             return [self._insert("customers", self.customer(self._next("customers")))]
         if pick < 0.92 and len(live["customers"]) > 2:
@@ -326,6 +328,16 @@ class World:
             return self.pk_change()
         key = live["products"].choice(r)
         return [self._update("products", key, weight=round(r.uniform(0.1, 40.0), 2))]
+
+    def _delete_order(self, key: tuple) -> list[Change]:
+        """An order deleted with its live lines."""
+        number = key[0]
+        changes = [
+            self._delete("order_lines", (number, n))
+            for n in range(1, self.lines_of.get(number, 0) + 1)
+            if (number, n) in self.live["order_lines"].rows
+        ]
+        return [*changes, self._delete("orders", key)]
 
     def pk_change(self) -> list[Change]:
         key = self.live["customers"].choice(self.rng)

@@ -413,6 +413,71 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     assert history(spark, s) == incremental
 
 
+def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spark, tmp_path):
+    """Whether a run compacts by size goes by the current state, not the store's age: two keys
+    with sixty versions between them, and `small_rows` 10. Each run that changes them leaves
+    one base whose frontier `cdc_current` reads alone, though the store holds far more than 10
+    rows; a run that makes the current state larger than 10 rows leaves its delta layer, read
+    beside the base's frontier."""
+    s = dbt.schema
+    policy = (
+        "{changelake_history_max_layers: 1000, changelake_history_max_share: 1000, "
+        "changelake_history_small_rows: 10}"
+    )
+
+    def row(key, run):
+        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
+
+    def newest_base():
+        return spark.sql(
+            f"select max_by(batch_id, committed_at) "
+            f"from {s}.changelake_ledger__int_history_versions where kind = 'base'"
+        ).first()[0]
+
+    # run 1: keys 1 and 2, thirty versions each
+    land(
+        dbt,
+        tmp_path,
+        "b1.jsonl",
+        [
+            message(1000 + 10 * n + key, "c" if n == 0 else "u", key, None, row(key, n))
+            for n in range(30)
+            for key in (1, 2)
+        ],
+    )
+    dbt("run", "--vars", policy)
+    stored = spark.sql(f"select count(*) from {s}.int_history_versions").first()[0]
+    assert stored >= 60, stored
+    bases = {newest_base()}
+    for run in (2, 3):
+        land(
+            dbt,
+            tmp_path,
+            f"b{run}.jsonl",
+            [message(1000 * run + key, "u", key, None, row(key, f"r{run}")) for key in (1, 2)],
+        )
+        dbt("run", "--vars", policy)
+        base = newest_base()
+        assert base not in bases, f"run {run} wrote a delta layer and did not compact"
+        bases.add(base)
+        assert layers_named_by(spark, s, "cdc_current") == {f"{base}/frontier"}
+    # run 4: twelve new keys, a current state of fourteen rows: its layer stays a delta
+    land(
+        dbt,
+        tmp_path,
+        "b4.jsonl",
+        [message(4000 + key, "c", key, None, row(key, 4)) for key in range(3, 15)],
+    )
+    dbt("run", "--vars", policy)
+    assert newest_base() == base
+    named = layers_named_by(spark, s, "cdc_current")
+    assert f"{base}/frontier" in named, named
+    assert len(named) == 2, named
+    got = {json.loads(r.key_json)["id"]: json.loads(r.row_json)["v"] for r in current(spark, s)}
+    assert got == {1: "1-r3", 2: "2-r3", **{k: f"{k}-4" for k in range(3, 15)}}
+    assert len([v for v in history(spark, s) if v[0] == '{"id":1}']) == 32
+
+
 def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark, tmp_path):
     """Four runs and no compaction: the base of the first build and three delta layers, where
     keys change in several layers, one is deleted in one and inserted again in a later one,
