@@ -483,8 +483,11 @@ def generate(out: Path, **options: Any) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     args = [sys.executable, "-m", "python_udfs.cli", "generate", "--out", str(out)]
     for name, value in options.items():
-        text = ",".join(value) if isinstance(value, list) else str(value)
-        args += [f"--{name.replace('_', '-')}", text]
+        flag = f"--{name.replace('_', '-')}"
+        if isinstance(value, bool):  # a switch: given when true
+            args += [flag] if value else []
+            continue
+        args += [flag, ",".join(value) if isinstance(value, list) else str(value)]
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     return json.loads((out / "expected.json").read_text())
 
