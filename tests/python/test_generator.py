@@ -215,6 +215,37 @@ def test_equal_batches_share_each_feeds_changes_after_its_snapshot(tmp_path):
         assert all(count >= typical / 2 for count in counts), (feed, counts)
 
 
+def test_a_steady_world_ages_without_growing_and_folds_to_its_expected_state(tmp_path):
+    """`--steady` (the age benchmark's world): customers and orders stay at about the
+    snapshot's count however many changes come, where the default world's orders pile up; the
+    landed files still fold to the expected state, and every kind of change still comes."""
+    from python_udfs import generator
+
+    out = tmp_path / "steady"
+    args = ["--events", "12000", "--keys", "20", "--batches", "2", "--seed", "3"]
+    assert generator.main(["--out", str(out), *args, "--steady"]) == 0
+    steady = json.loads((out / "expected.json").read_text())
+    grown = generate(tmp_path / "grown", events=12_000, keys=20, batches=2, seed=3)
+    assert steady["steady"]
+    assert "steady" not in grown
+    state, counts, _ = fold(out)
+    for feed in FEEDS:
+        tables = steady["feeds"][feed]["tables"]
+        for table, expected in tables.items():
+            assert state[feed][table] == expected["rows"], (feed, table)
+            assert counts[feed][table] == expected["versions"], (feed, table)
+        live = {t.rsplit(".", 1)[1]: len(x["rows"]) for t, x in tables.items()}
+        before = {
+            t.rsplit(".", 1)[1]: len(x["rows"]) for t, x in grown["feeds"][feed]["tables"].items()
+        }
+        assert 10 <= live["customers"] <= 20, (feed, live)
+        assert 10 <= live["orders"] <= 20, (feed, live)
+        assert before["orders"] > 3 * 20, (feed, before)
+        # as many changes, each key changed many times over
+        assert steady["feeds"][feed]["row_changes"] >= 0.9 * grown["feeds"][feed]["row_changes"]
+        assert sum(x["versions"] for x in tables.values()) > 10 * sum(live.values())
+
+
 def test_files_roll_at_the_flush_size_and_still_fold_to_the_expected_state(tmp_path, monkeypatch):
     from python_udfs.generator import landing
 
