@@ -123,6 +123,26 @@
     {{ return("concat(_metadata.file_path, '#', _metadata.file_size) in (" ~ listed | join(', ') ~ ')') }}
 {% endmacro %}
 
+{#
+    purpose: the size up to which Spark reads a file in one block (split) whatever else it
+    reads: the smaller of `spark.sql.files.maxPartitionBytes` and
+    `spark.sql.files.openCostInBytes` (Spark splits at the larger of the latter and the bytes
+    per core, capped by the former)
+#}
+{% macro _changelake_single_block_bytes() %}
+    {%- set sizes = [] -%}
+    {%- for conf in ('spark.sql.files.maxPartitionBytes', 'spark.sql.files.openCostInBytes') -%}
+        {%- set text = run_query('set ' ~ conf).rows[0][1] | string | lower -%}
+        {%- set units = {'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5} -%}
+        {%- set match = modules.re.fullmatch('([0-9]+)([kmgtp]?)b?', text) -%}
+        {%- if match is none -%}
+            {{ exceptions.raise_compiler_error(conf ~ " is '" ~ text ~ "', not a size in bytes") }}
+        {%- endif -%}
+        {%- do sizes.append((match.group(1) | int) * units.get(match.group(2), 1)) -%}
+    {%- endfor -%}
+    {{ return(sizes | min) }}
+{% endmacro %}
+
 {% macro default__changelake_decoded(feed, meta, files) %}
     {%- if not files %}
 {{ _changelake_nothing_new() }} /* no new landed file */
@@ -134,6 +154,12 @@
         {%- do (gzip_listed if file[0].endswith('.gz') else plain_listed).append(file) -%}
     {%- endfor -%}
     {%- set lines_table = _changelake_landed_lines(_changelake_landing_source(feed)) -%}
+    {%- set single_block_bytes = _changelake_single_block_bytes() -%}
+    {%- set plain_single_block = namespace(value=true) -%}
+    {%- for file in plain_listed if file[1] > single_block_bytes -%}
+        {%- set plain_single_block.value = false -%}
+    {%- endfor -%}
+    {%- set plain_single_block = plain_single_block.value -%}
     {%- set auto_hint = (
         ' (read as kcat lines: the file name is not <topic>+<partition>+<startOffset>[+<endOffset>].json[.gz])'
         if meta.shape == 'auto' else '') -%}
@@ -167,6 +193,22 @@ new_files as (
 -- through in blocks (Spark's splits); a line's number is its index in its block plus the lines
 -- of its file's earlier blocks (changelake_line_in_block, python_udfs/spark_udfs.py)
 plain_lines as (
+    {%- if plain_single_block %}
+    -- every file is smaller than the smallest split Spark makes: one block each, whose first
+    -- line is the file's first (no count of each block's lines to add up)
+    select
+        _metadata.file_path as landed_file,
+        _metadata.file_size as landed_file_size,
+        case
+            when _metadata.file_block_start != 0
+                then raise_error('line numbers: ' || _metadata.file_path || ' was read in more than one block')
+            -- every row of the scan, in order: no filter may come before it
+            else cast(changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) as int)
+        end as landed_line,
+        value as line
+    from {{ lines_table }}
+    where {{ _changelake_landed_files_filter(plain_listed) }}
+    {%- else %}
     -- the block counts (a row per block) go to every task: the lines stream through, never
     -- shuffled or sorted
     select /*+ broadcast(blocks) */
@@ -217,6 +259,7 @@ plain_lines as (
             read.landed_file = blocks.landed_file
             and read.landed_file_size = blocks.landed_file_size
             and read.block_start = blocks.block_start
+    {%- endif %}
 ),
 
 -- the compressed (.gz) files, read whole: a stream cut short fails the whole file, which is

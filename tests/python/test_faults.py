@@ -463,6 +463,26 @@ def test_line_numbers_and_offsets_stay_exact_when_a_file_is_read_in_blocks(dbt, 
             ), (feed, r.landed_line)
             if feed == feeds[0]:
                 assert r.kafka_offset == int(start) + r.landed_line
+    compiled = dbt.target_path / "compiled" / "changelake" / "models" / "decoded"
+    assert "block_lines" in (compiled / "decoded_canal_inventory.sql").read_text()
+
+    # with Spark's own split sizes, a file smaller than the smallest split is one block: its
+    # lines are numbered without counting blocks, as exactly
+    small = tmp_path / "canal.inventory-0-small.jsonl"
+    small_lines = [line for line in kcat.read_text().splitlines() if '"offset":' in line][:7]
+    small.write_text("\n".join(small_lines) + "\n")
+    dbt.land(feeds[1], small)
+    dbt("run", "--select", "decoded_canal_inventory")
+    sql = (compiled / "decoded_canal_inventory.sql").read_text()
+    assert "block_lines" not in sql
+    assert "was read in more than one block" in sql
+    rows = spark.sql(
+        f"select landed_line, kafka_offset from {s}.decoded_canal_inventory "
+        f"where landed_file like '%{small.name}' and landed_line is not null"
+    ).collect()
+    assert sorted({(r.landed_line, r.kafka_offset) for r in rows}) == [
+        (number, json.loads(line)["offset"]) for number, line in enumerate(small_lines)
+    ]
 
 
 def _kcat_fields(line: str) -> tuple:
