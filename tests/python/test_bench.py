@@ -65,6 +65,12 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "| builds that failed | 0 | 0 | met |" in text
     assert "driver heap after GC, MiB |" in text
     assert "| `dbt build` with nothing new, seconds (warm session) | < 10 |" in text
+    # the age world does not grow, and cdc_current is read against parquet in it and at size
+    assert "that ages without growing" in text
+    assert age["current_rows"] > 0
+    assert results["pipeline"][0]["current_rows"] > 0
+    assert "read cdc_current / scan a parquet table of its rows, after the age runs (" in text
+    assert "read cdc_current / scan a parquet table of its rows, at 3,000 changes after" in text
     # every decoder goal has its row, measured or saying why not
     assert "| UDF / native, Debezium PostgreSQL with schemas | <= 1.00 |" in text
     assert "| slowest feed's decode, records/s (" in text
