@@ -467,7 +467,7 @@ def test_line_numbers_and_offsets_stay_exact_when_a_file_is_read_in_blocks(dbt, 
     assert "block_lines" in (compiled / "decoded_canal_inventory.sql").read_text()
 
     # with Spark's own split sizes, a file smaller than the smallest split is one block: its
-    # lines are numbered without counting blocks, as exactly
+    # lines are numbered without counting blocks, just as exactly
     small = tmp_path / "canal.inventory-0-small.jsonl"
     small_lines = [line for line in kcat.read_text().splitlines() if '"offset":' in line][:7]
     small.write_text("\n".join(small_lines) + "\n")
