@@ -115,6 +115,11 @@ def table_files(spark, table):
     return sorted(path.name for path in folder.rglob("*.parquet"))
 
 
+def row(key, run):
+    """A row image of ``key`` as of ``run``."""
+    return {"id": key, "v": f"{key}-{run}", "doc": "d"}
+
+
 def p(lsn):
     return f"{lsn:020d}"
 
@@ -326,9 +331,6 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
         "changelake_history_small_rows: 0}"
     )
 
-    def row(key, run):
-        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
-
     for run in range(1, 8):
         batch = [
             message(100 * run, "c" if run == 1 else "u", 1, None, row(1, run)),
@@ -425,9 +427,6 @@ def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spar
         "changelake_history_small_rows: 10}"
     )
 
-    def row(key, run):
-        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
-
     def newest_base():
         return spark.sql(
             f"select max_by(batch_id, committed_at) "
@@ -490,9 +489,6 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
         "{changelake_history_max_layers: 100, changelake_history_max_share: 1000, "
         "changelake_history_small_rows: 0}"
     )
-
-    def row(key, run):
-        return {"id": key, "v": f"{key}-{run}", "doc": "d"}
 
     runs = [
         # run 1 (the base): keys 1-4
