@@ -477,6 +477,58 @@ def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spar
     assert len([v for v in history(spark, s) if v[0] == '{"id":1}']) == 32
 
 
+def test_ledgers_and_segments_due_in_one_run_are_spread_over_the_runs_after_it(
+    dbt, spark, tmp_path
+):
+    """A new project's ledgers and segmented tables all come due in the same run (here, with
+    limits of 2, the third). That run does its share, the accruing tables over the limit and
+    one more (five tables: four), most overdue first; the next run does the rest, and no
+    ledger's tail ever holds more than twice the limit. The history stays what it should be."""
+    s = dbt.schema
+    limits = "{changelake_ledger_max_tail: 2, changelake_segments_max_tail: 2}"
+    ledgers = [
+        f"changelake_ledger__{model}"
+        for model in ("decoded_pg_inventory", "int_changes_unioned", "int_history_versions")
+    ]
+    tables = [*ledgers, "decoded_pg_inventory", "int_changes_unioned"]
+
+    def upkept():
+        # (table, partition) of every compacted ledger and merged segment there now
+        return {
+            (table, r[0])
+            for table in tables
+            for r in spark.sql(f"show partitions {s}.{table}").collect()
+            if r[0].startswith(("segment=compacted-", "segment=merged-"))
+        }
+
+    seen: set = set()
+    done = []
+    for run in range(1, 7):
+        land(
+            dbt,
+            tmp_path,
+            f"b{run}.jsonl",
+            [message(10 * run, "c" if run == 1 else "u", 1, None, row(1, run))],
+        )
+        dbt("run", "--vars", limits)
+        now = upkept()
+        done.append({table for table, _ in now - seen})
+        seen |= now
+        for ledger in ledgers:
+            tail = spark.sql(
+                f"select count(distinct committed_at) from {s}.{ledger} where segment = 'tail'"
+            ).first()[0]
+            assert tail <= 4, (run, ledger, tail)
+    assert done[:2] == [set(), set()], done
+    # run 3: five due, four done; run 4: the fifth, and the ones due again since
+    assert len(done[2]) == 4, done
+    assert set(tables) - done[2] <= done[3], done
+    assert set().union(*done[4:]) == set(tables), done
+    got = [(r.key_json, json.loads(r.row_json)) for r in current(spark, s)]
+    assert got == [('{"id":1}', row(1, 6))]
+    assert len(history(spark, s)) == 6
+
+
 def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark, tmp_path):
     """Four runs and no compaction: the base of the first build and three delta layers, where
     keys change in several layers, one is deleted in one and inserted again in a later one,
