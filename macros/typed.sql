@@ -47,6 +47,9 @@ versions as (
     from {{ ref('cdc_history') }}
     where
         feed = {{ _changelake_literal(feed) }}
+        -- the table name is one of the name's dot-separated tails: a literal list the parquet
+        -- reader skips other tables' row groups by (the store sorts each file by table)
+        and (table_name in {{ _changelake_dot_tails(source_table) }} or table_name is null)
         and concat_ws('.', database_name, schema_name, table_name) = {{ _changelake_literal(source_table) }}
 ),
 
@@ -116,6 +119,16 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+{# purpose: 'a.b.c' -> "('a.b.c', 'b.c', 'c')": a SQL list of what follows each dot, and the whole #}
+{% macro _changelake_dot_tails(name) %}
+    {%- set parts = name.split('.') -%}
+    {%- set tails = [] -%}
+    {%- for index in range(parts | length) -%}
+        {%- do tails.append(_changelake_literal(parts[index:] | join('.'))) -%}
+    {%- endfor -%}
+    {{ return('(' ~ tails | join(', ') ~ ')') }}
 {% endmacro %}
 
 {# purpose: a SQL string literal for any text (quotes and backslashes escaped) #}
