@@ -4,9 +4,13 @@
     `int_history_versions` is an append-only parquet table partitioned by (batch_id, part). A
     run writes one layer (its batch id) holding, for the keys its new changes touch:
 
-      part 'frontier'    each touched key's last version (open, or closed by a delete) and the
-                         last source position seen for the key: the state the next run resumes
-                         from, and, where open, the key's row in cdc_current
+      part 'frontier'    each touched key's last version where it is open, and the last source
+                         position seen for the key: the state the next run resumes from, and
+                         the key's row in cdc_current
+      part 'ended'       the same for each touched key whose last version is closed (by a
+                         delete or a truncate): the state a run resumes from, never a row of
+                         cdc_current, so that a read of the current state does not read the
+                         keys that ended, which pile up with age where keys come and go
       part 'closed'      versions the run closed (or, for a re-folded key, all closed versions)
       part 'superseded'  one row per re-folded key: its closed rows in older layers are void
       part 'truncate'    the truncates the run logged, one row each
@@ -28,6 +32,11 @@
     every live base layer's closed, superseded and truncate rows; the newest base layer's
     frontier; every layer committed after the newest base.
 #}
+
+{# purpose: the parts holding the frontier: the open last versions, and the closed ones #}
+{% macro _changelake_frontier_parts() %}
+    {{ return(['frontier', 'ended']) }}
+{% endmacro %}
 
 {# purpose: the columns identifying one source table #}
 {% macro _changelake_table_id() %}
@@ -259,11 +268,12 @@
 
 {#
     purpose: SQL (a select) of the live frontier of the history store `relation` from the layers
-    `layers` (from _changelake_published_layers), as changelake_history_frontier gives it: the
-    newest base's frontier as it is stored when no layer came after it (the common case right
-    after a compaction); otherwise the frontier rows of the base and the later layers, less
-    those a newer layer holds the key of. The later layers are small: their keys are broadcast
-    to the one scan of every frontier row, so nothing is exchanged or ranked.
+    `layers` (from _changelake_published_layers), its open versions (the part 'frontier'; the
+    readers of the published frontier want those alone): the newest base's as they are stored
+    when no layer came after it (the common case right after a compaction); otherwise those of
+    the base and the later layers, less those a newer layer holds the key of, open or ended.
+    The later layers are small: their keys are broadcast to the one scan of every open row, so
+    nothing is exchanged or ranked.
 #}
 {% macro _changelake_named_frontier(relation, layers) %}
     {%- set key = _changelake_table_id() + ['key_json'] -%}
@@ -276,17 +286,18 @@
     select /*+ broadcast(newer) */ stored.*
     from ({{ _changelake_named_frontier_rows(relation, bases + deltas) }}) as stored
     left anti join (
+        -- a key a later layer ended hides its open row in older layers
         select {{ key | join(', ') }}, layer_committed_at
-        from ({{ _changelake_named_frontier_rows(relation, deltas) }}) as delta
+        from ({{ _changelake_named_frontier_rows(relation, deltas, _changelake_frontier_parts()) }}) as delta
     ) as newer
         on {{ _changelake_same_table('stored', 'newer', key=true) }}
         and newer.layer_committed_at > stored.layer_committed_at
 {% endmacro %}
 
-{# purpose: SQL (a select) of the frontier rows of the layers `layers`, as the frontier gives them #}
-{% macro _changelake_named_frontier_rows(relation, layers) %}
+{# purpose: SQL (a select) of the frontier rows of the parts `parts` of the layers `layers`, as the frontier gives them #}
+{% macro _changelake_named_frontier_rows(relation, layers, parts=['frontier']) %}
     select stored.* except (part, layer), stored.layer.committed_at as layer_committed_at, stored.layer.is_base
-    from ({{ _changelake_named_layer_rows(relation, ['frontier'], layers) }}) as stored
+    from ({{ _changelake_named_layer_rows(relation, parts, layers) }}) as stored
 {% endmacro %}
 
 {#
@@ -294,7 +305,9 @@
     key, from the newest layer holding the key (the live base is older than every live
     delta). One ranking over the base and the deltas together: ranking the deltas, then
     removing their keys from the base with a join, cost a second exchange of the rows. With
-    `published`, the layers live now, named in the SQL (_changelake_named_frontier). With
+    `published`, the layers live now, named in the SQL, and the open versions alone
+    (_changelake_named_frontier); callers keep `is_current` rows, which the store read before
+    its ledger existed gives with the others. With
     `keys` (the name of a relation of table id and key_json columns, few enough to broadcast:
     see _changelake_history_plan), those keys' rows only: the keys are broadcast to the
     scan, so the other rows are dropped where they are read, before the ranking exchanges them.
@@ -326,7 +339,7 @@
             {%- else %}
             1 as newness
             {%- endif %}
-        from ({{ _changelake_live_rows(relation, model_identifier, ['frontier'], named=named) }}) as stored
+        from ({{ _changelake_live_rows(relation, model_identifier, _changelake_frontier_parts(), named=named) }}) as stored
         {%- if keys %}
         left semi join {{ keys }} on {{ _changelake_same_table('stored', keys, key=true) }}
         {%- endif %}
@@ -806,7 +819,7 @@ layer_rows as (
             '{{ column }}', keyed.last_version.{{ column }},
             {%- endfor %}
             'last_position', keyed.last_position,
-            'part', 'frontier'
+            'part', if(keyed.last_version.is_current, 'frontier', 'ended')
         )),
         filter(
             array(named_struct(
@@ -1127,7 +1140,7 @@ classified as (
                 from ({{ changelake_history_frontier(this, this.identifier) }}) as frontier
             )
 
-            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'frontier' as part from frontier
+            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, if(is_current, 'frontier', 'ended') as part from frontier
             union all
             select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
             union all
@@ -1172,7 +1185,7 @@ classified as (
             count(stored.part) as rows
         from ({{ _changelake_live_layers(this.identifier) }}) as live_layers
         left join (
-            select batch_id, part from {{ this }} where part != 'frontier'
+            select batch_id, part from {{ this }} where part not in {{ _changelake_sql_list(_changelake_frontier_parts()) }}
         ) as stored on live_layers.batch_id = stored.batch_id
         group by live_layers.batch_id, live_layers.is_base, live_layers.committed_at
         order by live_layers.committed_at desc
@@ -1211,7 +1224,7 @@ classified as (
     {%- set named = _changelake_layers_named_by_views(relation) -%}
     {%- set dead = [] -%}
     {%- for spec in _changelake_partitions(relation) if (spec.batch_id not in live_frontier
-        or (spec.part == 'frontier' and not live_frontier[spec.batch_id]))
+        or (spec.part in _changelake_frontier_parts() and not live_frontier[spec.batch_id]))
         and (spec.batch_id ~ '/' ~ spec.part) not in named and spec.batch_id not in keep -%}
         {%- do dead.append(spec) -%}
     {%- endfor -%}

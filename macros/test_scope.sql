@@ -133,7 +133,7 @@
     {%- set columns = _changelake_documented_columns(relation.identifier) -%}
     {%- set table_key = _changelake_table_id() + ['key_json'] -%}
     {%- if stores == ['int_history_versions'] and table_key | reject('in', columns) | list | length == 0 -%}
-        {#- the rows of the keys the run's layer touched (its frontier holds one row per key), by
+        {#- the rows of the keys the run's layer touched (its frontier parts hold one row per key), by
             table and key: a key_json alone is in many tables -#}
         {%- set same = ["changelake_layer.key_json = changelake_scoped.key_json"] -%}
         {%- for column in _changelake_table_id() -%}
@@ -141,7 +141,8 @@
         {%- endfor -%}
         {{ return('exists (select 1 from ' ~ target.schema ~ '.int_history_versions as changelake_layer where '
             ~ "changelake_layer.batch_id = " ~ _changelake_literal(invocation_id)
-            ~ " and changelake_layer.part = 'frontier' and " ~ same | join(' and ') ~ ')') }}
+            ~ ' and changelake_layer.part in ' ~ _changelake_sql_list(_changelake_frontier_parts())
+            ~ ' and ' ~ same | join(' and ') ~ ')') }}
     {%- elif stores == ['int_history_versions'] and 'key_json' in columns -%}
         {{ return('key_json in (select key_json from ' ~ target.schema ~ ".int_history_versions where batch_id = '"
             ~ invocation_id ~ "')") }}

@@ -470,8 +470,9 @@ def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spar
     dbt("run", "--vars", policy)
     assert newest_base() == base
     named = layers_named_by(spark, s, "cdc_current")
-    assert f"{base}/frontier" in named, named
-    assert len(named) == 2, named
+    (delta,) = {name.split("/")[0] for name in named} - {base}
+    # the delta's ended keys too: a key it ended hides the base's open row
+    assert named == {f"{base}/frontier", f"{delta}/frontier", f"{delta}/ended"}, named
     got = {json.loads(r.key_json)["id"]: json.loads(r.row_json)["v"] for r in current(spark, s)}
     assert got == {1: "1-r3", 2: "2-r3", **{k: f"{k}-4" for k in range(3, 15)}}
     assert len([v for v in history(spark, s) if v[0] == '{"id":1}']) == 32
@@ -571,6 +572,19 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
         assert open_versions == [
             (r.key_json, json.loads(r.row_json)["v"]) for r in current(spark, s)
         ]
+        # a key whose last version a delete closed is kept apart from the open ones, which
+        # are all that a read of cdc_current scans
+        parts = spark.sql(
+            f"select part, is_current, count(*) from {s}.int_history_versions "
+            f"where part in ('frontier', 'ended') group by part, is_current"
+        ).collect()
+        assert {(r[0], r[1]) for r in parts} <= {("frontier", True), ("ended", False)}, parts
+        ended = spark.sql(
+            f"select key_json from {s}.int_history_versions where part = 'ended' order by 1"
+        ).collect()
+        assert [json.loads(r[0])["id"] for r in ended] == {2: [3], 3: [3], 4: [2, 3]}.get(
+            number, []
+        ), number
     kinds = spark.sql(
         f"select kind, count(*) from {s}.changelake_ledger__int_history_versions "
         "where kind != 'consumed' group by kind"
@@ -580,7 +594,7 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     # run was compiled: no query of the ledger is left in them
     compiled = dbt.target_path / "compiled" / "changelake" / "models" / "intermediate"
     sql = (compiled / "int_history_versions.sql").read_text()
-    assert "changelake reads parts (frontier) of layers" in sql
+    assert "changelake reads parts (frontier, ended) of layers" in sql
     assert "changelake_ledger" not in sql
     # and it writes every part of its layer from one pass over the fold: the fold's UDF is
     # planned once, not once per part
