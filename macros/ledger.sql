@@ -105,12 +105,12 @@
     {%- endfor -%}
     {#- Every table comes due once per `max_tail` runs, and in a project's first runs all of
         them in the same run: done at once, they made every `max_tail`-th run of the
-        benchmark's age world 6-10 s (30-50%) slower than the others. A run does at most its share,
-        the tables accruing (a ledger with commits in its tail, a table with consumed segments
-        live) divided evenly over `max_tail` runs, and one more (the history's ledger takes two
-        commits a run where it compacts every run), most overdue first: the first cycle spreads
-        over the runs after it and the later ones stay spread. A step twice past due is done
-        whatever the share, so no tail or segment count grows past 2x its limit. -#}
+        benchmark's age world 6-10 s (30-50%) slower than the others. A run does at most its
+        share, the tables accruing (a ledger with commits in its tail, a table with consumed
+        segments live) divided evenly over `max_tail` runs, and one more (the history's ledger
+        takes two commits a run where it compacts every run), most overdue first: the first
+        cycle spreads over the runs after it and the later ones stay spread. A step twice past
+        due is done whatever the share, so no tail or segment count grows past 2x its limit. -#}
     {%- set tables = (state.tail.values() | select('gt', 0) | list | length)
         + (live.values() | select | list | length) -%}
     {%- set share = (tables / ([max_tail, segments_max_tail] | min)) | round(0, 'ceil') | int + 1 -%}
