@@ -97,11 +97,9 @@
     {%- for model, commits in state.tail.items() if commits >= max_tail -%}
         {%- do due.append({'model': model, 'step': 'ledger', 'overdue': commits / max_tail}) -%}
     {%- endfor -%}
-    {%- for model, segments in live.items() -%}
+    {%- for model, segments in live.items() if _changelake_segments_to_merge(segments, segments_max_tail) -%}
         {%- set batches = segments | selectattr('kind', 'equalto', 'batch') | list | length -%}
-        {%- if batches >= segments_max_tail -%}
-            {%- do due.append({'model': model, 'step': 'segments', 'overdue': batches / segments_max_tail}) -%}
-        {%- endif -%}
+        {%- do due.append({'model': model, 'step': 'segments', 'overdue': batches / segments_max_tail}) -%}
     {%- endfor -%}
     {#- Every table comes due once per `max_tail` runs, and in a project's first runs all of
         them in the same run: done at once, they made every `max_tail`-th run of the
