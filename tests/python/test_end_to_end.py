@@ -101,7 +101,7 @@ COMPACTION = {
 # how cdc_history applies the supersessions of late keys: as literals in its text (up to 100
 # keys, the default), or by an anti join of the superseded rows (none as literals)
 SUPERSESSIONS = {"literals": {}, "anti join": {"changelake_history_supersession_literals": 0}}
-# row groups of the history store far smaller than its 512 KiB, so this small world's files
+# row groups of the history store far smaller than its 2 MiB, so this small world's files
 # hold several each (the store's option, set when the first build creates it)
 SMALL_ROW_GROUPS = {"changelake_history_row_group_bytes": 16384}
 
