@@ -418,6 +418,10 @@
     `records` (a select of decoded records: this build's, `changelake_this_build_records`),
     only the files those records came from are read: they are listed first, and named to the
     raw tables as literals, so no other file is opened. 'false': none, without a query.
+    The lines are counted as the decoded models read them: an uncompressed file line by line
+    (its lines stream through, whatever its size: read whole, a file of 1 GiB ran the default
+    4 GB driver heap out of memory), a compressed one whole (a stream cut short counts no line,
+    as its decoded model reads none).
 #}
 {% macro changelake_landed_records(records='true') %}
     {%- set files = {} -%}
@@ -429,16 +433,26 @@
     {%- set scope = 'true' if records == 'true' else 'false' if records == 'false' else 'listed' -%}
     {%- set selects = [] -%}
     {%- for node in _changelake_landing_nodes() if scope == 'true' or node.name in files -%}
+        {%- set in_scope -%}
+            {%- if scope != 'true' %}
+                    and _metadata.file_path in ({{ files[node.name] | join(', ') }})
+            {%- endif %}
+        {%- endset -%}
         {%- set select -%}
             select
                 {{ _changelake_literal(node.name) }} as feed,
                 count(*) as records_landed
-            from {{ node.schema }}.{{ node.identifier }}
-            lateral view explode(split(value, '\n')) lines as line
-            where rtrim('\r', lines.line) != ''
-            {%- if scope != 'true' %}
-                and _metadata.file_path in ({{ files[node.name] | join(', ') }})
-            {%- endif %}
+            from (
+                select value as line
+                from {{ _changelake_landed_lines(node) }}
+                where not endswith(_metadata.file_path, '.gz'){{ in_scope }}
+                union all
+                select lines.line
+                from {{ node.schema }}.{{ node.identifier }}
+                lateral view explode(split(value, '\n')) lines as line
+                where endswith(_metadata.file_path, '.gz'){{ in_scope }}
+            ) as landed_lines
+            where rtrim('\r', line) != ''
         {%- endset -%}
         {%- do selects.append(select) -%}
     {%- endfor -%}

@@ -445,6 +445,11 @@ def _dbt(*args: str) -> Any:
     return result
 
 
+def _compiled(sql: str) -> str:
+    """``sql`` (Jinja using the project's macros) as dbt compiles it in the current world."""
+    return str(_dbt("compile", "--inline", sql).result.results[0].node.compiled_code)
+
+
 def _layer(name: str) -> str:
     for prefix, layer in (
         ("decoded_", "decode (decoded_*)"),
@@ -666,6 +671,15 @@ def large_file_bench(
                     with HeapPeak(spark, interval=1.0, live=True) as live_heap:
                         _dbt("run", "--select", f"decoded_{feed}", "--full-refresh")
                     live_peak = live_heap.peak
+                # the accounting test's count of the landed records (every non-empty line)
+                landed_sql = _compiled("{{ changelake_landed_records() }}")
+                with HeapPeak(spark) as count_heap:
+                    started = time.perf_counter()
+                    counted = spark.sql(
+                        f"select sum(records_landed) from ({landed_sql}) as landed "
+                        f"where feed = '{feed}'"
+                    ).first()[0]
+                    count_seconds = time.perf_counter() - started
             # a record's line is its place in the file, and so is its offset: the kcat lines
             # were numbered so, a sink file's name starts at offset 0
             lines_seen = spark.sql(
@@ -682,6 +696,9 @@ def large_file_bench(
                     "heap_peak": heap.peak,
                     "heap_after_gc": heap.peak_after_gc,
                     "heap_live": live_peak,
+                    "landed_counted": counted,
+                    "count_seconds": count_seconds,
+                    "count_heap_peak": count_heap.peak,
                     "exact": tuple(lines_seen[:3]) == (records, 0, records - 1)
                     and lines_seen[4] == 0,
                     "errors": lines_seen[3],
@@ -1002,24 +1019,31 @@ def render_large_files(large: list[dict[str, Any]]) -> list[str]:
         "memory):",
         "",
         "| shape | file | records | seconds | records/s | peak heap in use | peak heap after GC "
-        "| peak live heap | line numbers and offsets |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| peak live heap | line numbers and offsets | the accounting's count of its lines |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for f in large:
         exact = "exact" if f["exact"] else "**WRONG**"
         heaps = (f["heap_peak"], f["heap_after_gc"], f.get("heap_live", 0))
+        if "landed_counted" in f:
+            right = "exact" if f["landed_counted"] == f["records"] else "**WRONG**"
+            counted = f"{right}, {f['count_seconds']:.1f} s, peak heap {_mib(f['count_heap_peak'])}"
+        else:
+            counted = "n/a"
         lines.append(
             f"| {f['shape']} | {f['bytes'] / 2**20:,.0f} MiB | {f['records']:,} | "
             f"{f['seconds']:.1f} | {f['records'] / f['seconds']:,.0f} | "
             + " | ".join(_mib(h) if h else "n/a" for h in heaps)
-            + f" | {exact} |"
+            + f" | {exact} | {counted} |"
         )
     lines += [
         "",
         "Peak live heap: the same decode run again (`--full-refresh`) with a full garbage "
         "collection before each sample, once a second (those runs are not timed): what the "
         "decode holds alive, where the heap after GC above also counts garbage promoted to the "
-        "old generation.",
+        "old generation. The accounting's count: the landed records of the file as "
+        "`assert_every_landed_record_is_accounted_for` counts them (its non-empty lines, read "
+        "line by line), with the heap's peak in use while it ran.",
     ]
     return lines
 

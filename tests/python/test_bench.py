@@ -41,6 +41,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
         ("sink", True, 0),
     ] * 2
     assert all(f["heap_live"] > 0 for f in large)
+    assert all(f["landed_counted"] == f["records"] for f in large)
     table = bench.render(results)
     print(table)
     readme = tmp_path / "README.md"
@@ -57,6 +58,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "| data tests |" in text
     assert "The +1% increment's slowest nodes:" in text
     assert "The full refresh's slowest nodes:" in text
+    assert "| line numbers and offsets | the accounting's count of its lines |" in text
     age = results["age"]
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
@@ -88,7 +90,8 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
 def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(spark, tmp_path):
     """A 1 GiB uncompressed file (a day of kcat output; a Connect sink file with a large
     flush.size) decodes in the shared session's default driver memory: every line once, each
-    with its line number and its offset, and no record quarantined. The live heap's growth with
+    with its line number and its offset, and no record quarantined; the accounting test's count
+    of its lines, in the same memory, is its number of records. The live heap's growth with
     the file is measured by the benchmark, not asserted here."""
     results = bench.large_file_bench(spark, tmp_path, (2**30,), live=False)
     assert [f["shape"] for f in results] == ["kcat", "sink"]
@@ -96,6 +99,9 @@ def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(
         assert f["bytes"] >= 2**30
         assert f["records"] > 100_000
         assert (f["exact"], f["errors"]) == (True, 0), f["shape"]
+        # the accounting test counts the file's lines in the same memory (read whole, a 1 GiB
+        # file ran the driver's heap out)
+        assert f["landed_counted"] == f["records"], f["shape"]
 
 
 @pytest.mark.parametrize("schemas", [True, False], ids=["with schemas", "schemaless"])
