@@ -446,8 +446,16 @@ def _dbt(*args: str) -> Any:
 
 
 def _compiled(sql: str) -> str:
-    """``sql`` (Jinja using the project's macros) as dbt compiles it in the current world."""
-    return str(_dbt("compile", "--inline", sql).result.results[0].node.compiled_code)
+    """``sql`` (Jinja using the project's macros) as dbt compiles it in the current world (not
+    printed: `dbt compile --quiet` still prints the SQL it compiled)."""
+    from python_udfs.project import run_dbt
+
+    code, result = run_dbt(["compile", "--inline", sql, "--log-level", "none"])
+    if code != 0:
+        raise runtime.ChangeLakeError(
+            f"dbt compile failed ({code}) in the benchmark: {result.exception}"
+        )
+    return str(result.result.results[0].node.compiled_code)
 
 
 def _layer(name: str) -> str:
