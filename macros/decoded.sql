@@ -83,9 +83,9 @@
         {%- do files.append(file) -%}
     {%- endfor -%}
     {%- if files -%}
-        {#- a raw table's file listing is cached per session: refreshed after the files were
-            listed, so their reads see every one of them -#}
-        {%- do run_query('refresh table ' ~ node.schema ~ '.' ~ node.identifier) -%}
+        {#- a raw table's file listing is cached per session: the line table is refreshed after
+            the files were listed, so its reads see every one of them (the listing was
+            refreshed before; the whole-file table is read by no model) -#}
         {%- do run_query('refresh table ' ~ _changelake_landed_lines(node)) -%}
     {%- endif -%}
     {{ return(files) }}
@@ -147,13 +147,14 @@
     {%- if not files %}
 {{ _changelake_nothing_new() }} /* no new landed file */
     {%- endif %}
-    {#- compressed files are read whole, the others line by line (see plain_lines) -#}
+    {#- every file is read line by line; a compressed one only if it is whole (see file_lines) -#}
     {%- set gzip_listed = [] -%}
     {%- set plain_listed = [] -%}
     {%- for file in files -%}
         {%- do (gzip_listed if file[0].endswith('.gz') else plain_listed).append(file) -%}
     {%- endfor -%}
-    {%- set lines_table = _changelake_landed_lines(_changelake_landing_source(feed)) -%}
+    {%- set landing_node = _changelake_landing_source(feed) -%}
+    {%- set lines_table = _changelake_landed_lines(landing_node) -%}
     {%- set single_block_bytes = _changelake_single_block_bytes() -%}
     {%- set plain_single_block = namespace(value=true) -%}
     {%- for file in plain_listed if file[1] > single_block_bytes -%}
@@ -189,13 +190,14 @@ new_files as (
     {%- endif %}
 ),
 
--- the lines of the uncompressed files, read line by line, so a file of any size streams
--- through in blocks (Spark's splits); a line's number is its index in its block plus the lines
--- of its file's earlier blocks (changelake_line_in_block, python_udfs/spark_udfs.py)
-plain_lines as (
+-- the lines of the files, read line by line, so a file of any size streams through in blocks
+-- (Spark's splits); a line's number is its index in its block plus the lines of its file's
+-- earlier blocks (changelake_line_in_block, python_udfs/spark_udfs.py). A compressed file is
+-- never split: one block, inflated as it is read.
+file_lines as (
     {%- if plain_single_block %}
-    -- every file is smaller than the smallest split Spark makes: one block each, whose first
-    -- line is the file's first (no count of each block's lines to add up)
+    -- every uncompressed file is smaller than the smallest split Spark makes: one block each,
+    -- whose first line is the file's first (no count of each block's lines to add up)
     select
         _metadata.file_path as landed_file,
         _metadata.file_size as landed_file_size,
@@ -207,7 +209,7 @@ plain_lines as (
         end as landed_line,
         value as line
     from {{ lines_table }}
-    where {{ _changelake_landed_files_filter(plain_listed) }}
+    where {{ _changelake_landed_files_filter(plain_listed + gzip_listed) }}
     {%- else %}
     -- the block counts (a row per block) go to every task: the lines stream through, never
     -- shuffled or sorted
@@ -229,7 +231,7 @@ plain_lines as (
             changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) as line_in_block,
             value as line
         from {{ lines_table }}
-        where {{ _changelake_landed_files_filter(plain_listed) }}
+        where {{ _changelake_landed_files_filter(plain_listed + gzip_listed) }}
     ) as read
     left join (
         select
@@ -251,7 +253,7 @@ plain_lines as (
                 _metadata.file_block_start as block_start,
                 count(*) as block_lines
             from {{ lines_table }}
-            where {{ _changelake_landed_files_filter(plain_listed) }}
+            where {{ _changelake_landed_files_filter(plain_listed + gzip_listed) }}
             group by _metadata.file_path, _metadata.file_size, _metadata.file_block_start
         ) as counted
     ) as blocks
@@ -262,29 +264,18 @@ plain_lines as (
     {%- endif %}
 ),
 
--- the compressed (.gz) files, read whole: a stream cut short fails the whole file, which is
--- then skipped (the raw table's ignoreCorruptFiles), never read in part
-gzip_files as (
+-- the compressed (.gz) files that are whole gzip: the text reader reads a stream cut short (a
+-- writer that died) up to the cut and drops the rest without a word, so such a file is never
+-- read in part. Whether a file is whole is found by inflating it in steps and counting its lines
+-- (changelake_gzip_lines, python_udfs/spark_udfs.py): memory stays a step's, whatever the size.
+whole_gzip_files as (
     select
-        value as file_text,
-        is_valid_utf8(value) as is_utf8,
         _metadata.file_path as landed_file,
         _metadata.file_size as landed_file_size
-    from {{ source('landing', feed) }}
-    where {{ _changelake_landed_files_filter(gzip_listed) }}
-),
-
-gzip_lines as (
-    select
-        gzip_files.landed_file,
-        gzip_files.landed_file_size,
-        lines.line_index as landed_line,
-        -- split() decodes the text, so an invalid byte arrives as U+FFFD: in a file that is not
-        -- valid UTF-8, a line holding U+FFFD is the line with the bad bytes
-        lines.line,
-        not gzip_files.is_utf8 and contains(lines.line, '\ufffd') as is_bad_utf8
-    from gzip_files
-    lateral view posexplode(split(gzip_files.file_text, '\n')) lines as line_index, line
+    from {{ _changelake_file_listing(landing_node) }}
+    where
+        {{ _changelake_landed_files_filter(gzip_listed) }}
+        and changelake_gzip_lines(content) is not null
 ),
 
 landed_lines as (
@@ -304,17 +295,19 @@ landed_lines as (
                 then 'line is not valid UTF-8 (the raw record shows each invalid byte as U+FFFD)'
         end as line_error
     from (
-        select
-            landed_file,
-            landed_file_size,
-            landed_line,
-            -- a line of a plain file keeps its bytes; an invalid one is shown with U+FFFD
-            make_valid_utf8(line) as line,
-            not is_valid_utf8(line) as is_bad_utf8
-        from plain_lines
-        union all
-        select landed_file, landed_file_size, landed_line, line, is_bad_utf8
-        from gzip_lines
+        select /*+ broadcast(whole_gzip_files) */
+            file_lines.landed_file,
+            file_lines.landed_file_size,
+            file_lines.landed_line,
+            -- a line keeps its bytes; an invalid one is shown with U+FFFD
+            make_valid_utf8(file_lines.line) as line,
+            not is_valid_utf8(file_lines.line) as is_bad_utf8
+        from file_lines
+        left join whole_gzip_files
+            on
+                file_lines.landed_file = whole_gzip_files.landed_file
+                and file_lines.landed_file_size = whole_gzip_files.landed_file_size
+        where not endswith(file_lines.landed_file, '.gz') or whole_gzip_files.landed_file is not null
     ) as read
     inner join new_files
         on read.landed_file = new_files.landed_file and read.landed_file_size = new_files.landed_file_size

@@ -180,11 +180,13 @@
 {% endmacro %}
 
 {#
-    purpose: DDL of one feed's tables, by relation: the raw table, an external text table with
-    one row per readable landed file (a file that cannot be read, like a cut .json.gz, is
-    skipped, not fatal), read for compressed files; a text table with a row per line, read for
-    the others (any size streams through); and the file listing, every landed file's path and
-    size (contents are not read), which tells the unreadable files apart.
+    purpose: DDL of one feed's tables, by relation: the raw table (the dbt source), an external
+    text table with one row per readable landed file (a file that cannot be read, like a cut
+    .json.gz, is skipped, not fatal), for browsing: no model reads it; a text table with a row
+    per line, which the decoded models and the accounting read (a file of any size streams
+    through; a .gz inflated as it is read); and the file listing, every landed file's path and
+    size, which tells the unreadable files apart and whose bytes are read only to check that a
+    compressed file is whole (changelake_gzip_lines).
 #}
 {% macro _changelake_landing_ddl(node, root) %}
     {%- set meta = _changelake_feed_meta(node) -%}
@@ -418,10 +420,12 @@
     `records` (a select of decoded records: this build's, `changelake_this_build_records`),
     only the files those records came from are read: they are listed first, and named to the
     raw tables as literals, so no other file is opened. 'false': none, without a query.
-    The lines are counted as the decoded models read them: an uncompressed file line by line
-    (its lines stream through, whatever its size: read whole, a file of 1 GiB ran the default
-    4 GB driver heap out of memory), a compressed one whole (a stream cut short counts no line,
-    as its decoded model reads none).
+    An uncompressed file's lines are counted as its decoded model reads them, line by line (they
+    stream through, whatever the file's size: read whole, a file of 1 GiB ran the default 4 GB
+    driver heap out of memory). A compressed one's are counted apart from the text reader that
+    decodes it: inflated in steps from its bytes (changelake_gzip_lines), so a file the reader
+    read in part would not balance; a stream cut short counts no line, as its decoded model reads
+    none.
 #}
 {% macro changelake_landed_records(records='true') %}
     {%- set files = {} -%}
@@ -439,20 +443,18 @@
             {%- endif %}
         {%- endset -%}
         {%- set select -%}
-            select
-                {{ _changelake_literal(node.name) }} as feed,
-                count(*) as records_landed
+            select {{ _changelake_literal(node.name) }} as feed, sum(records_landed) as records_landed
             from (
-                select value as line
+                select count(*) as records_landed
                 from {{ _changelake_landed_lines(node) }}
-                where not endswith(_metadata.file_path, '.gz'){{ in_scope }}
+                where
+                    not endswith(_metadata.file_path, '.gz'){{ in_scope }}
+                    and rtrim('\r', value) != ''
                 union all
-                select lines.line
-                from {{ node.schema }}.{{ node.identifier }}
-                lateral view explode(split(value, '\n')) lines as line
+                select coalesce(changelake_gzip_lines(content), 0) as records_landed
+                from {{ _changelake_file_listing(node) }}
                 where endswith(_metadata.file_path, '.gz'){{ in_scope }}
-            ) as landed_lines
-            where rtrim('\r', line) != ''
+            ) as counted
         {%- endset -%}
         {%- do selects.append(select) -%}
     {%- endfor -%}

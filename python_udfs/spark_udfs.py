@@ -6,6 +6,7 @@ SQL usage (after ``register``)::
     select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
     select changelake_folder_exists('/landing/pg_inventory')
     select changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) from lines
+    select changelake_gzip_lines(content) from files   -- a binaryFile table
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -28,6 +30,7 @@ UDF_NAMES = (
     "changelake_versions",
     "changelake_folder_exists",
     "changelake_line_in_block",
+    "changelake_gzip_lines",
 )
 
 
@@ -137,6 +140,87 @@ def lines_in_blocks(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa
         yield pa.array(out, type=pa.int64())
 
 
+# a compressed file is inflated 64 KiB of its bytes at a time, at most 1 MiB of text a step
+_GZIP_IN = 1 << 16
+_GZIP_OUT = 1 << 20
+
+
+def gzip_line_count(content: bytes | memoryview | None) -> int | None:
+    """The lines of a whole gzip file (one member or several, as Hadoop's codec reads them)
+    that hold a byte besides a carriage return, as the text reader splits them on '\\n'; None
+    when ``content`` is not whole gzip: cut short (a writer that died, or a file still being
+    written), not gzip at all, empty, or followed by bytes that are neither a member nor NUL
+    padding. Inflated in steps and counted as it goes, so memory stays a step's, whatever the
+    file inflates to.
+
+    Spark's text reader does not tell a whole stream from one cut short: it reads a cut file up
+    to the cut and (with ignoreCorruptFiles) drops the rest without a word. This count is how a
+    decoded model knows which compressed files it may read line by line, and what the
+    accounting expects to find in them (``macros/decoded.sql``, ``macros/landing.sql``).
+    """
+    if content is None:
+        return None
+    try:
+        return _count_lines(_inflated(memoryview(content)))
+    except (zlib.error, EOFError):
+        return None
+
+
+def _inflated(data: memoryview) -> Iterator[bytes]:
+    """The text of the gzip members in ``data``, in steps; EOFError when it is cut short or
+    is not gzip, zlib.error when a member is damaged."""
+    position, size = 0, len(data)
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending: bytes | memoryview = b""
+    while True:
+        if not pending and position < size:
+            pending = data[position : position + _GZIP_IN]
+            position += _GZIP_IN
+        text = inflater.decompress(pending, _GZIP_OUT)
+        pending = inflater.unconsumed_tail
+        if text:
+            yield text
+        if inflater.eof:
+            # what follows a member: nothing, another member, or NUL padding to the end
+            pending = inflater.unused_data
+            if not pending and position < size:
+                pending = data[position : position + _GZIP_IN]
+                position += _GZIP_IN
+            if not pending:
+                return
+            if pending[:1] == b"\0":
+                if bytes(pending).strip(b"\0") or bytes(data[position:size]).strip(b"\0"):
+                    raise EOFError("bytes after the last gzip member")
+                return
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif not text and not pending and position >= size:
+            raise EOFError("the gzip stream ends before its end marker")
+
+
+def _count_lines(texts: Iterator[bytes]) -> int:
+    """Lines of the concatenated ``texts`` that hold a byte besides '\\r', split on '\\n'."""
+    lines = 0
+    open_line = False  # whether the line not yet ended holds such a byte
+    for text in texts:
+        parts = text.split(b"\n")
+        if len(parts) == 1:
+            open_line = open_line or bool(parts[0].strip(b"\r"))
+            continue
+        lines += open_line or bool(parts[0].strip(b"\r"))
+        lines += sum(1 for part in parts[1:-1] if part.strip(b"\r"))
+        open_line = bool(parts[-1].strip(b"\r"))
+    return lines + open_line
+
+
+def gzip_line_counts(contents: pa.Array) -> pa.Array:
+    """``gzip_line_count`` of each file's bytes (a binaryFile table's ``content``)."""
+    counts = [
+        None if not content.is_valid else gzip_line_count(content.as_buffer())
+        for content in contents
+    ]
+    return pa.array(counts, type=pa.int64())
+
+
 def decode_types(spark: Any) -> tuple[Any, pa.DataType]:
     """The decode UDF's return type in Spark and in Arrow (timestamps in the session's zone)."""
     from pyspark.sql.pandas.types import to_arrow_type
@@ -167,4 +251,5 @@ def register(spark: Any) -> list[str]:
     spark.udf.register("changelake_folder_exists", exists_udf)
     line_udf = arrow_udf(lines_in_blocks, "bigint").asNondeterministic()
     spark.udf.register("changelake_line_in_block", line_udf)
+    spark.udf.register("changelake_gzip_lines", arrow_udf(gzip_line_counts, "bigint"))
     return list(UDF_NAMES)

@@ -39,7 +39,9 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert [(f["shape"], f["exact"], f["errors"]) for f in large] == [
         ("kcat", True, 0),
         ("sink", True, 0),
+        ("sink.gz", True, 0),
     ] * 2
+    assert all(f["compressed_bytes"] > 0 for f in large if f["shape"] == "sink.gz")
     assert all(f["heap_live"] > 0 for f in large)
     assert all(f["landed_counted"] == f["records"] for f in large)
     table = bench.render(results)
@@ -79,22 +81,22 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "| full refresh at 3,000 changes, changes/s | >= 20,000 |" in text
     assert "| UDF / native, schemaless Debezium (payloads alone) | <= 1.00 |" in text
     assert results["decode_schemaless"]["records"] == decode["records"]
-    for shape in ("kcat", "sink"):
+    for shape in ("kcat file", "sink file", "sink.gz file (its text)"):
         assert (
-            f"{shape} file decodes with the default driver memory, lines and offsets exact; "
+            f"{shape} decodes with the default driver memory, lines and offsets exact; "
             "peak live heap" in text
         )
     assert "**Large landed files**" in text
 
 
 def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(spark, tmp_path):
-    """A 1 GiB uncompressed file (a day of kcat output; a Connect sink file with a large
-    flush.size) decodes in the shared session's default driver memory: every line once, each
-    with its line number and its offset, and no record quarantined; the accounting test's count
-    of its lines, in the same memory, is its number of records. The live heap's growth with
-    the file is measured by the benchmark, not asserted here."""
+    """A file of 1 GiB of text (a day of kcat output; a Connect sink file with a large
+    flush.size, uncompressed and gzip) decodes in the shared session's default driver memory:
+    every line once, each with its line number and its offset, and no record quarantined; the
+    accounting test's count of its lines, in the same memory, is its number of records. The
+    live heap's growth with the file is measured by the benchmark, not asserted here."""
     results = bench.large_file_bench(spark, tmp_path, (2**30,), live=False)
-    assert [f["shape"] for f in results] == ["kcat", "sink"]
+    assert [f["shape"] for f in results] == ["kcat", "sink", "sink.gz"]
     for f in results:
         assert f["bytes"] >= 2**30
         assert f["records"] > 100_000
