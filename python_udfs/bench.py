@@ -739,6 +739,13 @@ def storage_bytes(spark: Any, schema: str) -> int:
     return int(fs.getContentSummary(path).getLength()) if fs.exists(path) else 0
 
 
+def partition_count(spark: Any, table: str) -> int | None:
+    """The partitions of ``table`` in the metastore; None when it does not exist."""
+    if not spark.catalog.tableExists(table):
+        return None
+    return spark.sql(f"show partitions {table}").count()
+
+
 def driver_heap_mib(spark: Any) -> float:
     """MiB of the driver's Java heap in use after a full garbage collection: what a long session
     keeps (a leak shows as a rising floor, long before a job runs out of memory)."""
@@ -850,6 +857,9 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
                     "seconds": seconds,
                     "failed": failed,
                     "storage": storage_bytes(spark, schema),
+                    # the (layer, part) partitions of the history store: a read of one key
+                    # opens the live ones holding closed versions, one base per size class
+                    "history_partitions": partition_count(spark, f"{schema}.int_history_versions"),
                     "heap": driver_heap_mib(spark),
                     "nodes": nodes,
                     # five reads each: a read takes a tenth of a second or so, and one of
@@ -1219,17 +1229,17 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
     shown = sorted({*range(0, len(runs), step), len(runs) - 1})
     lines += [
         "",
-        "| run | build s | storage MiB | cdc_current read s | one key's history s "
-        "| typed current s | driver heap after GC, MiB |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | build s | storage MiB | history store partitions | cdc_current read s "
+        "| one key's history s | typed current s | driver heap after GC, MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for i in shown:
         r = runs[i]
         mark = " (failed)" if r.get("failed") else ""
         lines.append(
             f"| {r['run']}{mark} | {r['seconds']:.1f} | {r['storage'] / 2**20:.1f} | "
-            f"{r['current']:.2f} | {r['key_history']:.2f} | {r['typed_current']:.2f} | "
-            f"{r.get('heap', 0):.0f} |"
+            f"{r.get('history_partitions') or '-'} | {r['current']:.3f} | "
+            f"{r['key_history']:.3f} | {r['typed_current']:.3f} | {r.get('heap', 0):.0f} |"
         )
     lines += [f"\nRun {r['run']} failed: {r['failed']}" for r in runs if r.get("failed")]
     lines += _render_age_medians(runs)
