@@ -266,8 +266,9 @@ file_lines as (
 
 -- the compressed (.gz) files that are whole gzip: the text reader reads a stream cut short (a
 -- writer that died) up to the cut and drops the rest without a word, so such a file is never
--- read in part. Whether a file is whole is found by inflating it in steps and counting its lines
--- (changelake_gzip_lines, python_udfs/spark_udfs.py): memory stays a step's, whatever the size.
+-- read in part. Whether a file is whole is found by inflating its bytes in steps and counting
+-- its lines (changelake_gzip_lines, python_udfs/spark_udfs.py): the text in memory is a step's
+-- whatever the file inflates to; the compressed bytes are held whole (a binaryFile row).
 whole_gzip_files as (
     select
         _metadata.file_path as landed_file,

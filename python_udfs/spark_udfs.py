@@ -150,8 +150,8 @@ def gzip_line_count(content: bytes | memoryview | None) -> int | None:
     that hold a byte besides a carriage return, as the text reader splits them on '\\n'; None
     when ``content`` is not whole gzip: cut short (a writer that died, or a file still being
     written), not gzip at all, empty, or followed by bytes that are neither a member nor NUL
-    padding. Inflated in steps and counted as it goes, so memory stays a step's, whatever the
-    file inflates to.
+    padding. Inflated in steps and counted as it goes, so the text held is a step's, whatever
+    the file inflates to (``content`` itself, the compressed bytes, is held whole).
 
     Spark's text reader does not tell a whole stream from one cut short: it reads a cut file up
     to the cut and (with ignoreCorruptFiles) drops the rest without a word. This count is how a
