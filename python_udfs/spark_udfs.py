@@ -176,16 +176,8 @@ def _inflated(data: memoryview) -> Iterator[bytes]:
         if not pending and position < size:
             pending = data[position : position + _GZIP_IN]
             position += _GZIP_IN
-        text = inflater.decompress(pending, _GZIP_OUT)
-        pending = inflater.unconsumed_tail
-        if text:
-            yield text
         if inflater.eof:
             # what follows a member: nothing, another member, or NUL padding to the end
-            pending = inflater.unused_data
-            if not pending and position < size:
-                pending = data[position : position + _GZIP_IN]
-                position += _GZIP_IN
             if not pending:
                 return
             if pending[:1] == b"\0":
@@ -193,7 +185,11 @@ def _inflated(data: memoryview) -> Iterator[bytes]:
                     raise EOFError("bytes after the last gzip member")
                 return
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif not text and not pending and position >= size:
+        text = inflater.decompress(pending, _GZIP_OUT)
+        pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+        if text:
+            yield text
+        if not inflater.eof and not text and not pending and position >= size:
             raise EOFError("the gzip stream ends before its end marker")
 
 
