@@ -83,9 +83,9 @@
         {%- do files.append(file) -%}
     {%- endfor -%}
     {%- if files -%}
-        {#- a raw table's file listing is cached per session: the line table is refreshed after
-            the files were listed, so its reads see every one of them (the listing was
-            refreshed before; the whole-file table is read by no model) -#}
+        {#- a table's file listing is cached per session: the raw table (the lines) is
+            refreshed after the files were listed, so its reads see every one of them (the
+            listing was refreshed before) -#}
         {%- do run_query('refresh table ' ~ _changelake_landed_lines(node)) -%}
     {%- endif -%}
     {{ return(files) }}

@@ -3,7 +3,8 @@
     in the `landing` source. A feed's tables are created again when their DDL changed (its
     folder, glob or options): the DDL each was created with is recorded in
     changelake_landing_tables, so a configuration change takes effect on the next run. A run
-    killed between the drop and the record finds the DDL unrecorded and creates it again.
+    killed between the drop and the record finds the DDL unrecorded and creates it again. A
+    recorded table that no feed declares any more is dropped.
 #}
 {% macro changelake_register_landing() %}
     {%- if execute -%}
@@ -28,18 +29,26 @@
             {%- do recorded.update({row[0]: row[1]}) -%}
         {%- endfor -%}
         {%- set stale = {} -%}
+        {%- set wanted = [] -%}
         {%- for node in _changelake_landing_nodes() -%}
             {%- for relation, ddl in _changelake_landing_ddl(node, var('landing_root')).items() -%}
+                {%- do wanted.append(relation | lower) -%}
                 {%- if recorded.get(relation) != ddl -%}
                     {%- do stale.update({relation: ddl}) -%}
                 {%- endif -%}
             {%- endfor -%}
         {%- endfor -%}
-        {#- a table is dropped only where one exists: in a new schema, a drop of nothing for
-            each of a feed's three tables is a metastore call each (~0.7 s of a first build
-            with nine feeds) -#}
+        {#- a table recorded here that no feed declares any more (a feed removed, or a table a
+            feed no longer has) is dropped where it still exists: they are external tables over
+            the landing folders, whose files a drop leaves in place -#}
+        {%- set retired = [] -%}
+        {%- for relation in recorded if relation | lower not in wanted -%}
+            {%- do retired.append(relation) -%}
+        {%- endfor -%}
+        {#- a table is dropped only where one exists: in a new schema, a drop of nothing is a
+            metastore call each, for each of a feed's tables -#}
         {%- set schemas = [] -%}
-        {%- for relation in stale if relation.split('.')[0] | lower not in schemas -%}
+        {%- for relation in (stale | list) + retired if relation.split('.')[0] | lower not in schemas -%}
             {%- do schemas.append(relation.split('.')[0] | lower) -%}
         {%- endfor -%}
         {%- set existing = [] -%}
@@ -49,6 +58,9 @@
             {%- for name in names -%}
                 {%- do existing.append(schema ~ '.' ~ name) -%}
             {%- endfor -%}
+        {%- endfor -%}
+        {%- for relation in retired if relation | lower in existing -%}
+            {%- do run_query('drop table if exists ' ~ relation) -%}
         {%- endfor -%}
         {%- set changed = [] -%}
         {%- for relation, ddl in stale.items() -%}
@@ -181,24 +193,17 @@
 
 {#
     purpose: DDL of one feed's tables, by relation: the raw table (the dbt source), an external
-    text table with one row per readable landed file (a file that cannot be read, like a cut
-    .json.gz, is skipped, not fatal), for browsing: no model reads it; a text table with a row
-    per line, which the decoded models and the accounting read (a file of any size streams
-    through; a .gz inflated as it is read); and the file listing, every landed file's path and
-    size, which tells the unreadable files apart and whose bytes are read only to check that a
-    compressed file is whole (changelake_gzip_lines).
+    text table with a row per line of the landed files, which the decoded models and the
+    accounting read (a file of any size streams through; a .gz inflated as it is read; a file
+    that cannot be read is skipped, not fatal); and the file listing, every landed file's path
+    and size, which tells the unreadable files apart and whose bytes are read only to check
+    that a compressed file is whole (changelake_gzip_lines).
 #}
 {% macro _changelake_landing_ddl(node, root) %}
     {%- set meta = _changelake_feed_meta(node) -%}
     {%- set location = _changelake_literal(root ~ '/' ~ meta.path) -%}
     {%- set options -%}
         recursiveFileLookup 'true', pathGlobFilter {{ _changelake_literal(meta.glob) }}
-    {%- endset -%}
-    {%- set raw -%}
-        create table if not exists {{ node.schema }}.{{ node.identifier }} (value string)
-        using text
-        options (wholetext 'true', ignoreCorruptFiles 'true', ignoreMissingFiles 'true', {{ options }})
-        location {{ location }}
     {%- endset -%}
     {%- set lines -%}
         create table if not exists {{ _changelake_landed_lines(node) }} (value string)
@@ -213,15 +218,14 @@
         location {{ location }}
     {%- endset -%}
     {{ return({
-        node.schema ~ '.' ~ node.identifier: raw,
         _changelake_landed_lines(node): lines,
         _changelake_file_listing(node): listing,
     }) }}
 {% endmacro %}
 
-{# purpose: the relation reading a feed's landed files line by line (the uncompressed ones) #}
+{# purpose: the relation reading a feed's landed files line by line: its raw table (the source) #}
 {% macro _changelake_landed_lines(node) %}
-    {{ return(node.schema ~ '.' ~ node.identifier ~ '__lines') }}
+    {{ return(node.schema ~ '.' ~ node.identifier) }}
 {% endmacro %}
 
 {# purpose: the relation listing a feed's landed files (path, size, modification time) #}

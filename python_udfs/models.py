@@ -227,7 +227,8 @@ def _sources_yml(feeds: dict[str, dict[str, Any]]) -> str:
                 "        columns: &raw_columns",
                 "          - name: value",
                 "            description: >",
-                "              The whole text of one landed file (one Kafka record a line).",
+                "              One line of a landed file: one Kafka record (a kcat JSON line or a",
+                "              Connect sink file's value); a .gz file's lines, inflated.",
             ]
         else:
             lines.append("        columns: *raw_columns")

@@ -558,6 +558,47 @@ def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statem
     assert spark.sql(lines).first()[0] == 8
 
 
+def test_a_table_no_feed_declares_is_dropped_and_a_changed_one_created_again(dbt, spark):
+    """A schema made by an earlier version holds, beside a feed's raw table read whole
+    (`wholetext`, a row per file), a second table over the same folder read by line
+    (`<raw>__lines`), both recorded with their DDL. The next run creates the raw table again as
+    the table of lines it now is and drops the table no feed declares; the landed files stay."""
+    _land_demo_pg(dbt)
+    s = dbt.schema
+    folder = dbt.landing_root / "pg_inventory"
+    older = {
+        f"{s}.raw_pg_inventory": "wholetext 'true'",
+        f"{s}.raw_pg_inventory__lines": "lineSep '\\n'",
+    }
+    spark.sql(f"create schema {s}")
+    spark.sql(
+        f"create table {s}.changelake_landing_tables "
+        "(table_name string, ddl string, recorded_at timestamp) using parquet"
+    )
+    for relation, option in older.items():
+        ddl = (
+            f"create table if not exists {relation} (value string) using text "
+            f"options ({option}, recursiveFileLookup 'true') location '{folder}'"
+        )
+        spark.sql(ddl)
+        spark.sql(
+            f"insert into {s}.changelake_landing_tables values (:table, :ddl, current_timestamp())",
+            args={"table": relation, "ddl": ddl},
+        )
+    assert spark.sql(f"select count(*) from {s}.raw_pg_inventory").first()[0] == 1
+
+    dbt("run", "--select", "decoded_pg_inventory")
+    tables = {t.name for t in spark.catalog.listTables(s)}
+    assert "raw_pg_inventory__lines" not in tables
+    assert {"raw_pg_inventory", "raw_pg_inventory__files"} <= tables
+    # the raw table is the table of lines: the demo file's 8 records
+    lines = spark.sql(f"select count(*) from {s}.raw_pg_inventory where value != ''")
+    assert lines.first()[0] == 8
+    assert [f.name for f in folder.iterdir()] != []
+    decoded = f"select count(distinct landed_line) from {s}.decoded_pg_inventory"
+    assert spark.sql(decoded).first()[0] == 8
+
+
 def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark, statements):
     """Spark runs `create or replace view` (dbt-spark's view) as a drop and then a create:
     between them the view is missing, for a reader in that moment and after a build killed
