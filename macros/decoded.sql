@@ -33,7 +33,7 @@
 {#
     purpose: the landed files of the feed of `node` that no committed batch of this model has
     tried, as [path, size, modification time in epoch microseconds], by path; listed before
-    the raw tables are refreshed, so their reads see every one. One query returns the listing
+    the raw table is refreshed, so its reads see every one. One query returns the listing
     and, of the listed files, those a committed batch tried (their marker rows); the listing,
     a row per file, is broadcast to the scan of the markers, so no row is shuffled or sorted,
     and the difference is taken here.
