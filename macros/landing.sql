@@ -40,9 +40,11 @@
         {%- endfor -%}
         {#- a table recorded here that no feed declares any more (a feed removed, or a table a
             feed no longer has) is dropped where it still exists: they are external tables over
-            the landing folders, whose files a drop leaves in place -#}
+            the landing folders, whose files a drop leaves in place (the table also keeps each
+            feed's decode settings: entries that are no table) -#}
         {%- set retired = [] -%}
-        {%- for relation in recorded if relation | lower not in wanted -%}
+        {%- for relation, ddl in recorded.items()
+            if relation | lower not in wanted and (ddl or '').startswith('create table ') -%}
             {%- do retired.append(relation) -%}
         {%- endfor -%}
         {#- a table is dropped only where one exists: in a new schema, a drop of nothing is a
