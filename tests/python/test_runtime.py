@@ -249,3 +249,50 @@ def test_a_killed_first_write_is_removed_and_nothing_else(spark):
         assert spark.sql(f"select * from {schema}.kept").count() == 1
     finally:
         spark.sql(f"drop schema if exists {schema} cascade")
+
+
+# A query that stops reading its Python workers early (a limit over the decode UDF, two tasks),
+# in a session of the local target; argv[1] names the worker daemon, or "profile" for the
+# target's own. Prints the daemon used; the workers' stderr is this process's.
+_EARLY_STOP = """
+import sys
+from pathlib import Path
+from python_udfs import runtime, spark_udfs
+
+home = Path(sys.argv[2])
+target = runtime.load_target(home / "profiles", "local")
+target.params["spark.sql.catalogImplementation"] = "in-memory"
+if sys.argv[1] != "profile":
+    target.params["spark.python.daemon.module"] = sys.argv[1]
+spark = runtime.spark_session(target, home)
+spark_udfs.register(spark)
+for _ in range(6):
+    spark.sql(
+        "select changelake_decode('debezium', cast(id as string), repeat('x', 3000), null) "
+        "from range(0, 200000, 1, 2)"
+    ).limit(10).collect()
+print("daemon", spark.sparkContext.getConf().get("spark.python.daemon.module"), flush=True)
+spark.stop()
+"""
+
+
+@pytest.mark.parametrize("daemon", ["profile", "pyspark.daemon"])
+def test_a_worker_the_jvm_stops_reading_ends_without_a_traceback(tmp_path, daemon):
+    """Python UDF rows go over a Unix socket (bounded in flight), where a worker's last write
+    to a connection the JVM closed fails at once: PySpark's daemon prints that BrokenPipeError
+    with its traceback (the second case shows the query provokes it), the project's daemon,
+    which the local target names, ends the worker without a word."""
+    out = subprocess.run(
+        [sys.executable, "-c", _EARLY_STOP, daemon, str(PROJECT)],
+        env=_env(CHANGELAKE_STATE_DIR=str(tmp_path), CHANGELAKE_SPARK_LOG_LEVEL="ERROR"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    if daemon == "profile":
+        assert "daemon python_udfs.daemon" in out.stdout
+        assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    else:
+        assert "BrokenPipeError" in out.stderr
