@@ -4,12 +4,12 @@ Spark starts this module (``spark.python.daemon.module``) instead of ``pyspark.d
 that daemon, with one change. The JVM closes a worker's connection when it stops reading its
 results: a query that needs only its first rows, a task that ends before it has read them all
 (ten in one benchmark's builds of a million changes; which queries, not traced). Over a Unix
-domain socket (``spark.python.unix.domain.socket.enabled``, which bounds
-the rows in flight to a worker) the worker's last write then fails at once with EPIPE, and the
-daemon prints the ``BrokenPipeError`` with its traceback to the console, where it reads like a
-failure of the run; over TCP the same write lands in the socket's buffer and nothing is shown.
-Nobody is reading that connection any more, so the worker ends here without a word; every
-other error is reported as before.
+domain socket (``spark.python.unix.domain.socket.enabled``, which bounds the rows in flight to
+a worker) the worker's last write then fails at once with EPIPE, and the daemon prints the
+``BrokenPipeError`` with its traceback to the console, where it reads like a failure of the
+run; over TCP the same write lands in the socket's buffer and nothing is shown. Nobody is
+reading that connection any more, so the worker ends here without a word; every other error
+is reported as before.
 
 Only what the daemon imports before it forks is imported here (no pyarrow, no threads).
 """
