@@ -321,8 +321,10 @@ def _spread_sample(files: list[str], sample: int) -> list[bytes]:
     for path in files:
         with open(path, "rb") as handle:
             for line in handle:
-                if index % stride == 0 and line.strip() and len(out) < sample:
+                if index % stride == 0 and line.strip():
                     out.append(line)
+                    if len(out) == sample:
+                        return out
                 index += 1
     return out
 
