@@ -80,6 +80,16 @@
     {{- return('sort by batch_id, part, ' ~ (_changelake_table_id() + ['key_json', 'version_number']) | join(', ')) -}}
 {% endmacro %}
 
+{#
+    purpose: the store's columns after the version columns and `last_position`: the key and the
+    row as VARIANT, parsed once when a layer is written (from `key_json` and `row_json`), so a
+    read of cdc_current or cdc_history scans them as stored rather than parsing the JSON text
+    of every row it returns
+#}
+{% macro _changelake_parsed_columns() %}
+    {{ return(['key', 'row']) }}
+{% endmacro %}
+
 {# purpose: the version columns, in the order of the table (after the table id and key) #}
 {% macro _changelake_version_columns() %}
     {{ return([
@@ -400,7 +410,7 @@
     versions (changelake_history_closed) and the open ones (changelake_history_frontier).
 #}
 {% macro changelake_history_versions(relation, model_identifier='int_history_versions') %}
-    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() -%}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() + _changelake_parsed_columns() -%}
     {%- set layers = _changelake_published_layers(model_identifier) -%}
     {%- set supersessions = _changelake_published_supersessions(relation, model_identifier) -%}
     {%- set frontier = (layers or []) | selectattr('has_live_frontier') | list -%}
@@ -435,7 +445,7 @@
     read these, the rows the build wrote (macros/test_scope.sql).
 #}
 {% macro changelake_history_layer_versions(relation, batch_id) %}
-    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() -%}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() + _changelake_parsed_columns() -%}
     select {{ columns | join(', ') }}
     from {{ relation }} as stored
     where stored.batch_id = {{ _changelake_literal(batch_id) }}
@@ -487,9 +497,9 @@ final as (
         is_current,
         is_deleted,
         {%- endif %}
-        -- the key and the row as JSON objects (to_json renders them)
-        parse_json(key_json) as key,
-        parse_json(row_json) as row
+        -- the key and the row as JSON objects (to_json renders them), as the store holds them
+        key,
+        row
     from versions
 )
 
@@ -859,7 +869,12 @@ final as (
 )
 
 select
-    {{ (columns + ['batch_id', 'part']) | join(',\n    ') }}
+    {{ columns | join(',\n    ') }},
+    -- parsed here, once (_changelake_parsed_columns)
+    parse_json(key_json) as key,
+    parse_json(row_json) as row,
+    batch_id,
+    part
 from final
 {{ _changelake_layer_order() }}
 {% endmacro %}
@@ -1108,7 +1123,7 @@ classified as (
         {%- set bases = _changelake_bases_to_merge() -%}
         {%- set merged = bases.merged -%}
         {%- set key = _changelake_table_id() + ['key_json'] -%}
-        {%- set columns = key + _changelake_version_columns() + ['last_position'] -%}
+        {%- set columns = key + _changelake_version_columns() + ['last_position'] + _changelake_parsed_columns() -%}
         {%- set merged_list = _changelake_sql_list(merged) -%}
         {%- set compaction -%}
             insert into {{ this }}
