@@ -15,6 +15,10 @@
       part 'superseded'  one row per re-folded key: its closed rows in older layers are void
       part 'truncate'    the truncates the run logged, one row each
 
+    Each frontier row also keeps, per typed model of its table, where the key's run of versions
+    with equal tracked values began (`islands`, see python_udfs/scd2.py): the typed current
+    models read it (macros/typed.sql), as cdc_current reads the frontier.
+
     A key whose new changes all come after everything seen for it (the normal case) resumes the
     fold from its frontier row: the run reads the new changes and the frontier, never the whole
     change log. A key with a change at or before its last seen position (late, re-sent, or
@@ -95,8 +99,13 @@
     {{ return([
         'version_number', 'row_json', 'valid_from', 'valid_to', 'valid_from_position',
         'valid_to_position', 'is_current', 'is_deleted', 'opening_change_id', 'closing_change_id',
-        'opened_from_key_json', 'closed_into_key_json',
+        'opened_from_key_json', 'closed_into_key_json', 'islands',
     ]) }}
+{% endmacro %}
+
+{# purpose: the version columns cdc_history shows (`islands` is the typed models' state, macros/typed.sql) #}
+{% macro _changelake_shown_version_columns() %}
+    {{ return(_changelake_version_columns() | reject('equalto', 'islands') | list) }}
 {% endmacro %}
 
 {#
@@ -410,7 +419,7 @@
     versions (changelake_history_closed) and the open ones (changelake_history_frontier).
 #}
 {% macro changelake_history_versions(relation, model_identifier='int_history_versions') %}
-    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() + _changelake_parsed_columns() -%}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_shown_version_columns() + _changelake_parsed_columns() -%}
     {%- set layers = _changelake_published_layers(model_identifier) -%}
     {%- set supersessions = _changelake_published_supersessions(relation, model_identifier) -%}
     {%- set frontier = (layers or []) | selectattr('has_live_frontier') | list -%}
@@ -445,7 +454,7 @@
     read these, the rows the build wrote (macros/test_scope.sql).
 #}
 {% macro changelake_history_layer_versions(relation, batch_id) %}
-    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_version_columns() + _changelake_parsed_columns() -%}
+    {%- set columns = _changelake_table_id() + ['key_json'] + _changelake_shown_version_columns() + _changelake_parsed_columns() -%}
     select {{ columns | join(', ') }}
     from {{ relation }} as stored
     where stored.batch_id = {{ _changelake_literal(batch_id) }}
@@ -788,7 +797,9 @@ folded as (
     select
         {{ key | join(', ') }},
         is_late,
-        changelake_versions(collect_list(event), if(is_late, null, first(state, true))) as versions,
+        changelake_versions(
+            collect_list(event), if(is_late, null, first(state, true)), {{ _changelake_typed_tracked() }}
+        ) as versions,
         first(state, true) as state,
         -- the last source position seen for the key (positions order one source's log)
         greatest(max(coalesce(event.position, '')), max(coalesce(state_last_position, ''))) as last_position
@@ -893,7 +904,7 @@ from final
 {% macro _changelake_version_type(column) %}
     {%- set types = {
         'version_number': 'int', 'valid_from': 'timestamp', 'valid_to': 'timestamp',
-        'is_current': 'boolean', 'is_deleted': 'boolean',
+        'is_current': 'boolean', 'is_deleted': 'boolean', 'islands': _changelake_islands_type(),
     } -%}
     {{ return(types.get(column, 'string')) }}
 {% endmacro %}

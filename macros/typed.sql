@@ -16,7 +16,9 @@
     `tracked`, consecutive versions that differ only in untracked columns are one version (as
     dbt snapshots' `check_cols`): it keeps the values of its first change and closes where the
     last one closed. A delete still closes, and a re-insert still opens a new version.
-    The typed current model is `{{ changelake_typed_current('<typed history model>') }}`.
+    The typed current model is `{{ changelake_typed_current('<typed history model>') }}`: the
+    history store's fold keeps each key's tracked-version start for it (the call's settings
+    reach the fold as the model's `meta`, _changelake_typed_models), so it reads one row a key.
 #}
 {% macro changelake_typed_history(feed, source_table, columns, key, tracked=none) %}
     {%- set tracked_columns = tracked if tracked is not none else columns.keys() | list -%}
@@ -25,6 +27,10 @@
             "typed history of " ~ source_table ~ ": column '" ~ column
             ~ "' is a key or tracked column but has no type in `columns`") }}
     {%- endfor %}
+    {#- what the history store's fold and the typed current model read (_changelake_typed_models) -#}
+    {{- config(meta={'changelake_typed': {
+        'feed': feed, 'source_table': source_table, 'columns': columns, 'tracked': tracked_columns | list,
+    }}) }}
 with
 
 versions as (
@@ -165,8 +171,70 @@ select * from final
     {%- endif -%}
 {% endmacro %}
 
-{# purpose: the open versions of a typed history model: one row per live key #}
+{#
+    purpose: the open versions of a typed history model: one row per live key, as its typed
+    history's open versions give them (a tracked version's first change's values, opening and
+    start). Read from the history store's frontier, which keeps for each key the start of its
+    last version's run of equal tracked values (`islands`, python_udfs/scd2.py): one row a key,
+    however many versions the key has had, where the typed history reads every version of the
+    table. While a live key's frontier row has no start for this model's tracked columns (the
+    model, or its `tracked`, is newer than the key's last change), the model reads its typed
+    history instead, and says so; `changelake dbt build --full-refresh --select
+    int_history_versions+` folds the starts for every key.
+#}
 {% macro changelake_typed_current(history) %}
+    {%- set store = ref('int_history_versions') -%}
+    {%- set model = (_changelake_typed_models() | selectattr('alias', 'equalto', history.identifier) | list or [none])[0] -%}
+    {%- if model is none -%}
+        {{ return(_changelake_typed_current_of(history)) }}
+    {%- endif -%}
+    {%- set open_rows -%}
+        select key_json, try_element_at(islands, {{ _changelake_literal(model.spec) }}) as island
+        from ({{ changelake_history_frontier(store, published=true) }}) as frontier
+        where is_current
+            and feed = {{ _changelake_literal(model.feed) }}
+            and (table_name in {{ _changelake_dot_tails(model.source_table) }} or table_name is null)
+            and concat_ws('.', database_name, schema_name, table_name) = {{ _changelake_literal(model.source_table) }}
+    {%- endset -%}
+    {%- set missing = run_query('select count(*) from (' ~ open_rows ~ ') as open_rows where island is null').rows[0][0] -%}
+    {%- if missing > 0 -%}
+        {%- do log(model.name ~ ': ' ~ missing ~ " live keys have no start for this model's tracked columns"
+            ~ ' (the model or its `tracked` is newer than their last change): '
+            ~ this.identifier ~ ' reads the typed history; `changelake dbt build --full-refresh --select'
+            ~ " int_history_versions+` stores the starts", info=true) -%}
+        {{ return(_changelake_typed_current_of(history)) }}
+    {%- endif %}
+with
+
+open_rows as (
+    {{ open_rows }}
+),
+
+final as (
+    select
+        key_json,
+        island.opening_change_id,
+        {% for column, type in model.columns.items() -%}
+        {{ _changelake_typed_value('image.' ~ _changelake_quoted(column), type) }} as {{ _changelake_quoted(column) }},
+        {% endfor -%}
+        island.valid_from_position,
+        island.valid_from
+    from (
+        select
+            *,
+            from_json(
+                island.row_json,
+                {{ _changelake_literal('struct<' ~ _changelake_struct_fields(model.columns) ~ '>') }}
+            ) as image
+        from open_rows
+    ) as starts
+)
+
+select * from final
+{% endmacro %}
+
+{# purpose: the open versions of the typed history model `history`, read from it #}
+{% macro _changelake_typed_current_of(history) %}
 with
 
 history as (
@@ -180,4 +248,66 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+{#
+    purpose: the typed history models of the project, from the graph: a list of {name, spec,
+    feed, source_table, columns, tracked}, `spec` the model's name and a digest of its tracked
+    columns (a change of `tracked` is a new spec, which no stored island start answers for);
+    none listed while parsing
+#}
+{% macro _changelake_typed_models() %}
+    {%- set models = [] -%}
+    {%- if not execute -%}
+        {{ return(models) }}
+    {%- endif -%}
+    {%- for node in graph.nodes.values() | sort(attribute='name') if node.resource_type == 'model'
+        and node.package_name == project_name and 'changelake_typed' in (node.config.meta or {}) -%}
+        {%- set typed = node.config.meta['changelake_typed'] -%}
+        {%- do models.append({
+            'name': node.name,
+            'alias': node.alias,
+            'spec': node.name ~ '@' ~ local_md5(tojson(typed.tracked))[:12],
+            'feed': typed.feed,
+            'source_table': typed.source_table,
+            'columns': typed.columns,
+            'tracked': typed.tracked,
+        }) -%}
+    {%- endfor -%}
+    {{ return(models) }}
+{% endmacro %}
+
+{# purpose: the Spark type of the history store's `islands` (python_udfs.scd2.VERSION_FIELDS) #}
+{% macro _changelake_islands_type() %}
+    {{- return('map<string, struct<row_json: string, valid_from: timestamp, valid_from_position: string, opening_change_id: string>>') -}}
+{% endmacro %}
+
+{#
+    purpose: SQL expression, in the history store's fold (grouped by table and key): the typed
+    models of the key's table, each with its tracked columns, as the `changelake_versions` UDF
+    takes them (python_udfs.scd2.versions), null for a table with none
+#}
+{% macro _changelake_typed_tracked() %}
+    {%- set type = 'array<struct<model: string, columns: array<string>>>' -%}
+    {%- set tables = {} -%}
+    {%- for model in _changelake_typed_models() -%}
+        {%- set columns = [] -%}
+        {%- for column in model.tracked -%}
+            {%- do columns.append(_changelake_literal(column)) -%}
+        {%- endfor -%}
+        {%- set table = tables.setdefault(tojson([model.feed, model.source_table]), {
+            'feed': model.feed, 'source_table': model.source_table, 'specs': []}) -%}
+        {%- do table['specs'].append("named_struct('model', " ~ _changelake_literal(model.spec)
+            ~ ", 'columns', cast(array(" ~ columns | join(', ') ~ ') as array<string>))') -%}
+    {%- endfor -%}
+    {%- if not tables -%}
+        {{ return('cast(null as ' ~ type ~ ')') }}
+    {%- endif -%}
+    {%- set cases = [] -%}
+    {%- for table in tables.values() -%}
+        {%- do cases.append('when feed = ' ~ _changelake_literal(table.feed)
+            ~ " and concat_ws('.', database_name, schema_name, table_name) = " ~ _changelake_literal(table.source_table)
+            ~ ' then array(' ~ table['specs'] | join(', ') ~ ')') -%}
+    {%- endfor -%}
+    {{ return('cast(case ' ~ cases | join(' ') ~ ' end as ' ~ type ~ ')') }}
 {% endmacro %}

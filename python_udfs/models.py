@@ -305,14 +305,21 @@ def _typed_yml(typed: dict[str, dict[str, Any]]) -> str:
         ]
         for column, text in [*SCD2_COLUMNS.items(), *own.items()]:
             lines += [f"      - name: {_yaml(column)}", f"        description: {_yaml(text)}"]
+        compared = ["opening_change_id", "valid_from_position", "valid_from", *entry["columns"]]
         lines += [
             "",
             f"  - name: typed_{name}_current",
             "    description: >",
             *_folded(current, 6),
-            # no data test: the model is its typed history's open versions by its SQL (one
-            # filter of the history, which scd2_rules tests); comparing the two compares a
-            # query with itself
+            # read from the history store's frontier, not from the typed history: every
+            # column of each row against the typed history's open version of its key
+            "    data_tests:",
+            "      - equals_open_versions:",
+            f"          name: typed_{name}_current_equals_open_versions",
+            "          arguments:",
+            f"            history: ref('typed_{name}_history')",
+            "            partition_by: [key_json]",
+            f"            columns: [{', '.join(_yaml(c) for c in compared)}]",
             "    columns:",
         ]
         current_columns = {c: SCD2_COLUMNS[c] for c in CURRENT_COLUMNS}

@@ -50,13 +50,18 @@
 {% endtest %}
 
 {#-
-    purpose: the current table holds exactly the history's open versions. Each side is named
-    twice (two differences) and read once (`changelake_computed_once`): read twice, the two
-    scans of the current table were most of the test's time.
+    purpose: the current table holds exactly the history's open versions: their keys
+    (`partition_by`) and `columns`. Each side is named twice (two differences) and read once
+    (`changelake_computed_once`): read twice, the two scans of the current table were most of
+    the test's time.
 -#}
-{% test equals_open_versions(model, history, partition_by) %}
+{% test equals_open_versions(model, history, partition_by, columns=['opening_change_id']) %}
+    {%- set compared = [] -%}
+    {%- for column in partition_by + columns -%}
+        {%- do compared.append(_changelake_quoted(column)) -%}
+    {%- endfor -%}
     with open_versions as (
-        select {{ partition_by | join(', ') }}, opening_change_id
+        select {{ compared | join(', ') }}
         -- the same scope as the model: the test's where, and a build's unchanged-store rule
         from {{ get_where_subquery(history) }}
         where is_current
@@ -64,7 +69,7 @@
     ),
 
     current_rows as (
-        select {{ partition_by | join(', ') }}, opening_change_id
+        select {{ compared | join(', ') }}
         from {{ model }}
         where {{ changelake_computed_once() }}
     )

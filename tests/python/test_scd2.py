@@ -188,3 +188,115 @@ def test_resuming_from_the_last_version_gives_the_whole_fold(ops, cut):
             c["after_json"] = json.dumps({"v": json.loads(c["after_json"])["v"]})
     whole = versions(changes)
     assert resumed(changes[:cut], changes[cut:]) == whole
+
+
+# ----------------------------------------------------------------------------------------------
+# island starts: the typed current state, kept by the fold (macros/typed.sql)
+# ----------------------------------------------------------------------------------------------
+
+
+def island_starts(vs, tracked):
+    """What a typed history (macros/typed.sql) gives as the last version's tracked version: the
+    first of the versions up to the last that follow one another, none deleted, with equal
+    tracked values as `from_json` to string fields reads them (a string's text, else its JSON)."""
+
+    def seen(version, column):
+        value = json.loads(version["row_json"]).get(column)
+        return value if value is None or isinstance(value, str) else json.dumps(value)
+
+    start = len(vs) - 1
+    while start > 0:
+        before, after = vs[start - 1], vs[start]
+        if (
+            before["is_deleted"]
+            or before["valid_to_position"] != after["valid_from_position"]
+            or any(seen(before, c) != seen(after, c) for c in tracked)
+        ):
+            break
+        start -= 1
+    first = vs[start]
+    return {
+        "row_json": first["row_json"],
+        "valid_from": first["valid_from"],
+        "valid_from_position": first["valid_from_position"],
+        "opening_change_id": first["opening_change_id"],
+    }
+
+
+TRACKED = [("by_v", ["v"]), ("by_both", ["v", "w"])]
+
+
+def test_an_island_starts_where_a_tracked_value_last_changed():
+    vs = versions(
+        [
+            ch("a", "c", "1", {"v": 1, "w": "x"}),
+            ch("b", "u", "2", {"v": 1, "w": "y"}),
+            ch("c", "u", "3", {"v": 2, "w": "y"}),
+            ch("d", "u", "4", {"v": 2, "w": "z"}),
+        ],
+        tracked=TRACKED,
+    )
+    assert [v["islands"] for v in vs[:-1]] == [None] * 3
+    assert {name: start["opening_change_id"] for name, start in vs[-1]["islands"].items()} == {
+        "by_v": "c",
+        "by_both": "d",
+    }
+    assert json.loads(vs[-1]["islands"]["by_v"]["row_json"]) == {"v": 2, "w": "y"}
+
+
+def test_a_delete_ends_an_island_and_a_string_equals_the_number_it_spells():
+    vs = versions(
+        [
+            ch("a", "c", "1", {"v": 1, "w": "x"}),
+            ch("b", "d", "2"),
+            ch("c", "c", "3", {"v": 1, "w": "x"}),
+            ch("d", "u", "4", {"v": "1", "w": "y"}),
+        ],
+        tracked=TRACKED,
+    )
+    # as from_json reads them, the number 1 and the string "1" are the same text
+    assert vs[-1]["islands"]["by_v"]["opening_change_id"] == "c"
+    assert vs[-1]["islands"]["by_both"]["opening_change_id"] == "d"
+
+
+def test_a_model_newer_than_the_state_gets_a_start_only_where_an_island_opens():
+    first = versions([ch("a", "c", "1", {"v": 1, "w": "x", "z": 1})], tracked=TRACKED[:1])
+    state = first[-1]
+    assert set(state["islands"]) == {"by_v"}
+    # z is tracked by neither: both islands go on
+    same = versions([ch("b", "u", "2", {"v": 1, "w": "x", "z": 2})], state, tracked=TRACKED)
+    # by_both's island would go back past the state, whose fold did not know it: no start
+    assert set(same[-1]["islands"]) == {"by_v"}
+    assert same[-1]["islands"]["by_v"]["opening_change_id"] == "a"
+    moved = versions([ch("c", "u", "3", {"v": 2, "w": "x", "z": 2})], same[-1], tracked=TRACKED)
+    assert {name: start["opening_change_id"] for name, start in moved[-1]["islands"].items()} == {
+        "by_v": "c",
+        "by_both": "c",
+    }
+
+
+VALUES = st.sampled_from([0, 1, "1", "a", None, [1, "a"]])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(st.tuples(st.sampled_from("ccruuuudt"), VALUES, VALUES), max_size=15),
+    cut=st.integers(0, 15),
+    seed=st.integers(0, 2**32),
+)
+def test_island_starts_are_the_typed_historys_whole_or_resumed(ops, cut, seed):
+    changes = [
+        ch(f"x{i}", op, f"{i:04d}", None if op in "dt" else {"v": v, "w": w}, offset=i)
+        for i, (op, v, w) in enumerate(ops)
+    ]
+    shuffled = changes[:]
+    random.Random(seed).shuffle(shuffled)
+    whole = versions(shuffled, tracked=TRACKED)
+    if not whole:
+        return
+    expected = {name: island_starts(whole, columns) for name, columns in TRACKED}
+    assert whole[-1]["islands"] == expected
+    done = versions(changes[:cut], tracked=TRACKED)
+    rest = versions(changes[cut:], done[-1] if done else None, tracked=TRACKED)
+    last = (rest or done)[-1]
+    assert last["islands"] == expected
