@@ -18,6 +18,10 @@ pytestmark = pytest.mark.dbt
 TOPIC = "pg.public.items"
 
 
+# the typed current models: views naming the history store's layers, as cdc_current does
+TYPED_CURRENT = ["typed_pg_customers_current", "typed_tencent_order_lines_current"]
+
+
 def message(lsn, op, key, before=None, after=None, offset=None, headers=None, ts_ms=None):
     """A kcat record of a Debezium PostgreSQL change at ``lsn`` (committed at ``ts_ms``)."""
     value = {
@@ -364,19 +368,17 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
         # the store alone: its compaction replaces the layers the views name, and they keep
         # showing run 6 whole until they are built again (nothing they name is dropped)
         before = history(spark, s), current(spark, s)
-        named = (
-            layers_named_by(spark, s, "cdc_current") | layers_named_by(spark, s, "cdc_history")
-        ) & partitions(spark, s)
+        # the views on the store: cdc_history, cdc_current and the typed current models
+        views = ["cdc_history", "cdc_current", *TYPED_CURRENT]
+        named = set().union(*(layers_named_by(spark, s, v) for v in views)) & partitions(spark, s)
         dbt("run", "--select", "+int_history_versions", "--vars", every_second)
         assert (history(spark, s), current(spark, s)) == before
         assert named
         assert named <= partitions(spark, s), named
         # built again, the views name the new base; the run's end drops what they named alone
-        dbt("run", "--select", "cdc_history", "cdc_current", "--vars", every_second)
+        dbt("run", "--select", *views, "--vars", every_second)
         assert (history(spark, s), current(spark, s)) != before
-        renamed = layers_named_by(spark, s, "cdc_current") | layers_named_by(
-            spark, s, "cdc_history"
-        )
+        renamed = set().union(*(layers_named_by(spark, s, v) for v in views))
         assert named - renamed, "the compaction replaced no layer the views named"
         assert not (named - renamed) & partitions(spark, s)
 
