@@ -51,12 +51,7 @@ versions as (
             {{ _changelake_literal('struct<' ~ _changelake_struct_fields(columns) ~ '>') }}
         ) as image
     from {{ ref('cdc_history') }}
-    where
-        feed = {{ _changelake_literal(feed) }}
-        -- the table name is one of the name's dot-separated tails: a literal list the parquet
-        -- reader skips other tables' row groups by (the store sorts each file by table)
-        and (table_name in {{ _changelake_dot_tails(source_table) }} or table_name is null)
-        and concat_ws('.', database_name, schema_name, table_name) = {{ _changelake_literal(source_table) }}
+    where {{ _changelake_typed_table(feed, source_table) }}
 ),
 
 islands as (
@@ -127,6 +122,17 @@ final as (
 select * from final
 {% endmacro %}
 
+{#
+    purpose: SQL predicate over history rows: of the source table `source_table` of the feed
+    `feed`. The table name is one of the name's dot-separated tails: a literal list the parquet
+    reader skips other tables' row groups by (the store sorts each file by table).
+#}
+{% macro _changelake_typed_table(feed, source_table) %}
+    {{- return('feed = ' ~ _changelake_literal(feed)
+        ~ ' and (table_name in ' ~ _changelake_dot_tails(source_table) ~ ' or table_name is null)'
+        ~ " and concat_ws('.', database_name, schema_name, table_name) = " ~ _changelake_literal(source_table)) -}}
+{% endmacro %}
+
 {# purpose: 'a.b.c' -> "('a.b.c', 'b.c', 'c')": a SQL list of what follows each dot, and the whole #}
 {% macro _changelake_dot_tails(name) %}
     {%- set parts = name.split('.') -%}
@@ -191,10 +197,7 @@ select * from final
     {%- set open_rows -%}
         select key_json, try_element_at(islands, {{ _changelake_literal(model.spec) }}) as island
         from ({{ changelake_history_frontier(store, published=true) }}) as frontier
-        where is_current
-            and feed = {{ _changelake_literal(model.feed) }}
-            and (table_name in {{ _changelake_dot_tails(model.source_table) }} or table_name is null)
-            and concat_ws('.', database_name, schema_name, table_name) = {{ _changelake_literal(model.source_table) }}
+        where is_current and {{ _changelake_typed_table(model.feed, model.source_table) }}
     {%- endset -%}
     {%- set missing = run_query('select count(*) from (' ~ open_rows ~ ') as open_rows where island is null').rows[0][0] -%}
     {%- if missing > 0 -%}
