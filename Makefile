@@ -13,6 +13,8 @@ STAMP  := $(VENV)/.installed
 .PHONY: setup browser demo bench test lint pytest clean
 
 BENCH_ARGS ?=
+# pytest processes: each starts one embedded Spark session of its own (its own metastore)
+TEST_WORKERS ?= 2
 
 setup: $(STAMP)
 
@@ -37,7 +39,7 @@ bench: setup
 	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
 pytest: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 lint: setup
 	$(BIN)/ruff check python_udfs tests

@@ -3,6 +3,8 @@
 A Spark JVM takes 5-15 s to start and a cold dbt run 15-25 s; on the warm session a dbt
 invocation takes about a second. So the suite starts one session (through the same
 ``changelake`` runtime users run) on a temporary state folder, and every dbt test reuses it.
+Run in parallel (``pytest -n 2``, as ``make test`` does), each worker process has a session,
+a state folder and a dbt target folder of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long(minutes)`` first, longest first (``minutes``: about what the test
+    takes alone): parallel workers take them in turn and end on short tests together, rather
+    than one worker ending on a long test alone."""
+
+    def minutes(item: pytest.Item) -> int:
+        mark = item.get_closest_marker("long")
+        return mark.args[0] if mark else 0
+
+    items.sort(key=minutes, reverse=True)
+
+
 @pytest.fixture(scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private metastore/warehouse/landing folder for this test run."""
@@ -42,6 +56,9 @@ def spark(state_dir: Path) -> Iterator[Any]:
     os.environ["CHANGELAKE_HOME"] = str(PROJECT)
     os.environ["CHANGELAKE_STATE_DIR"] = str(state_dir)
     os.environ["CHANGELAKE_SHUFFLE_PARTITIONS"] = "2"
+    # dbt's target folder for calls that name none: this process's, not the project's `target/`
+    # (which parallel workers would share)
+    os.environ.setdefault("DBT_TARGET_PATH", str(state_dir / "dbt-target"))
     session = RUNTIME.start(PROJECT, PROJECT / "profiles", "local")
     yield session
     RUNTIME.stop()

@@ -33,6 +33,7 @@ def canal(op: str, rows: list[dict], es: int, old: list[dict] | None = None) -> 
     }
 
 
+@pytest.mark.long(3)
 def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkeypatch):
     from test_docs_site import generate_site, rendered, serve
 

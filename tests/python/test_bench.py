@@ -15,6 +15,7 @@ from python_udfs.generator import FEEDS
 pytestmark = pytest.mark.dbt
 
 
+@pytest.mark.long(8)
 def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     results = bench.run(
         spark,
@@ -89,6 +90,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "**Large landed files**" in text
 
 
+@pytest.mark.long(4)
 def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(spark, tmp_path):
     """A file of 1 GiB of text (a day of kcat output; a Connect sink file with a large
     flush.size, uncompressed and gzip) decodes in the shared session's default driver memory:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections import Counter
@@ -266,6 +267,7 @@ SQLSERVER_PK_CHANGE = [
 ]
 
 
+@pytest.mark.long(2)
 def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
     landed: dict[str, list[tuple[str, list[str]]]] = {feed: [] for feed in FEED_FORMATS}
     staged = tmp_path / "to_land"
@@ -514,6 +516,7 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
     assert quarantined == failed >= 20
 
 
+@pytest.mark.long(2)
 def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     from python_udfs.project import run_dbt
 
@@ -544,7 +547,9 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     # log and finds the duplicate
     unique = ["--select", "unique_cdc_change_log_change_id"]
     assert run_dbt(["build", *unique])[0] == 0
-    (ran,) = (PROJECT / "target" / "run").rglob("unique_cdc_change_log_change_id.sql")
+    (ran,) = (Path(os.environ["DBT_TARGET_PATH"]) / "run").rglob(
+        "unique_cdc_change_log_change_id.sql"
+    )
     constant = "select 0 as failures, false as should_warn, false as should_error"
     assert ran.read_text().split() == constant.split()
     assert run_dbt(["test", *unique])[0] == 1
@@ -586,7 +591,7 @@ def test_a_build_checks_each_row_of_what_it_logged_by_partition(dbt, spark, tmp_
     )
     ops = "accepted_values_cdc_change_log_op__c__u__d__r"
     assert run_dbt(["build", "--select", f"+{ops}"])[0] == 0
-    (ran,) = (PROJECT / "target" / "run").rglob(f"{ops}.sql")
+    (ran,) = (Path(os.environ["DBT_TARGET_PATH"]) / "run").rglob(f"{ops}.sql")
     checked = ran.read_text()
     (build,) = set(re.findall(r"segment in \('([^']+)'\)", checked))
     assert "change_id in" not in checked

@@ -106,6 +106,7 @@ SUPERSESSIONS = {"literals": {}, "anti join": {"changelake_history_supersession_
 SMALL_ROW_GROUPS = {"changelake_history_row_group_bytes": 16384}
 
 
+@pytest.mark.long(3)
 @pytest.mark.parametrize(("seed", "batches"), [(RANDOM_SEED, 3)], ids=lambda v: str(v))
 def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_path, seed, batches):
     """Landing batches (late partition files, re-delivered records, malformed ones), a build

@@ -57,6 +57,7 @@ def snapshot(spark, schema):
     return sorted(map(tuple, changes)), sorted(map(tuple, history))
 
 
+@pytest.mark.long(2)
 def test_changes_resent_after_a_connector_restart_count_once(dbt, spark, tmp_path):
     """Every generated feed (Debezium PostgreSQL and SQL Server sink files, dtle, DataWorks,
     Tencent, Canal): after a build, every landed file's last records arrive again at new

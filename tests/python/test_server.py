@@ -47,6 +47,7 @@ def _changelake(state: Path, landing: Path, *args: str) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.long(2)
 def test_dbt_runs_on_the_local_server_until_it_is_stopped(state, tmp_path):
     landing = tmp_path / "landing"
     shutil.copytree(SAMPLE, landing / "pg_inventory")

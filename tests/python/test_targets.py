@@ -126,6 +126,7 @@ def _build(tmp_path: Path, target: str, **env: str) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.long(3)
 def test_cluster_target_runs_on_a_standalone_cluster(servers, tmp_path):
     master_port, worker_port = _free_port(), _free_port()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -175,6 +176,7 @@ def test_cluster_target_runs_on_a_standalone_cluster(servers, tmp_path):
     assert shipped, "python_udfs.zip was not shipped to the executor"
 
 
+@pytest.mark.long(3)
 def test_connect_target_runs_on_a_spark_connect_server(servers, tmp_path):
     port = _free_port()
     servers.start(
