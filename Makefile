@@ -39,7 +39,7 @@ bench: setup
 	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
 
 pytest: setup
-	$(BIN)/pytest -n $(TEST_WORKERS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxschedchunk 1
 
 lint: setup
 	$(BIN)/ruff check python_udfs tests

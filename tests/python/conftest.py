@@ -33,7 +33,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``long(minutes)`` first, longest first (``minutes``: about what the test
     takes alone): parallel workers take them in turn and end on short tests together, rather
-    than one worker ending on a long test alone."""
+    than one worker ending on a long test alone. (`make test` hands tests out one at a time,
+    `--maxschedchunk 1`: in larger chunks, the first worker would get every long test.)"""
 
     def minutes(item: pytest.Item) -> int:
         mark = item.get_closest_marker("long")
