@@ -516,6 +516,11 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
     assert quarantined == failed >= 20
 
 
+def _compiled_runs(name: str) -> list[Path]:
+    """The SQL files called ``name`` that dbt ran, in this process's target folder (conftest)."""
+    return list((Path(os.environ["DBT_TARGET_PATH"]) / "run").rglob(name))
+
+
 @pytest.mark.long(2)
 def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     from python_udfs.project import run_dbt
@@ -547,9 +552,7 @@ def test_accounting_catches_a_change_logged_twice(dbt, spark, tmp_path):
     # log and finds the duplicate
     unique = ["--select", "unique_cdc_change_log_change_id"]
     assert run_dbt(["build", *unique])[0] == 0
-    (ran,) = (Path(os.environ["DBT_TARGET_PATH"]) / "run").rglob(
-        "unique_cdc_change_log_change_id.sql"
-    )
+    (ran,) = _compiled_runs("unique_cdc_change_log_change_id.sql")
     constant = "select 0 as failures, false as should_warn, false as should_error"
     assert ran.read_text().split() == constant.split()
     assert run_dbt(["test", *unique])[0] == 1
@@ -591,7 +594,7 @@ def test_a_build_checks_each_row_of_what_it_logged_by_partition(dbt, spark, tmp_
     )
     ops = "accepted_values_cdc_change_log_op__c__u__d__r"
     assert run_dbt(["build", "--select", f"+{ops}"])[0] == 0
-    (ran,) = (Path(os.environ["DBT_TARGET_PATH"]) / "run").rglob(f"{ops}.sql")
+    (ran,) = _compiled_runs(f"{ops}.sql")
     checked = ran.read_text()
     (build,) = set(re.findall(r"segment in \('([^']+)'\)", checked))
     assert "change_id in" not in checked
