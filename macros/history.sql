@@ -680,6 +680,12 @@ select * from final
     {%- set named = _changelake_read_layers(this.identifier) if execute and incremental else none -%}
     {%- set plan = _changelake_history_plan(changes_model, pending, named) if incremental else {'key_scan': false, 'any_late': true} -%}
     {%- set key_scan, any_late, any_truncate = plan['key_scan'], plan['any_late'], plan.get('any_truncate', true) -%}
+    {#- typed tables whose keys lack a typed model's start (macros/typed.sql): every key of them
+        re-folded, so the frontier is joined whole -#}
+    {%- set refold_tables = _changelake_typed_stale_tables(this, named) if execute and incremental else [] -%}
+    {%- if refold_tables -%}
+        {%- set key_scan, any_late = false, true -%}
+    {%- endif -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
@@ -717,7 +723,7 @@ new_truncates as (
 ),
 {%- if incremental %}
 
-{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates', key_scan=key_scan, named=named) }}
+{{ _changelake_history_classified(pending_events='new_events', pending_truncates='new_truncates', key_scan=key_scan, named=named, refold_tables=refold_tables) }}
 
 -- keys whose new changes all come after what was seen: the new changes, from the frontier
 resumed_events as (
@@ -925,9 +931,10 @@ from final
     pending events or truncates touch, with its frontier row as `state`, and `is_late` when one
     of its new events is at or before a position already seen for the key or its table's
     truncates (it is then re-folded from all its changes). `named`: the store's live layers
-    (from _changelake_read_layers), named in the reads of the store.
+    (from _changelake_read_layers), named in the reads of the store. `refold_tables` (from
+    _changelake_typed_stale_tables): tables every live key of which is touched and late.
 #}
-{% macro _changelake_history_classified(pending_events, pending_truncates, key_scan=false, named=none) %}
+{% macro _changelake_history_classified(pending_events, pending_truncates, key_scan=false, named=none, refold_tables=[]) %}
     {%- set table_id = _changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
 frontier as (
@@ -963,6 +970,18 @@ touched as (
         first_truncates.first_position
     from frontier
     inner join first_truncates on {{ _changelake_same_table('frontier', 'first_truncates') }}
+    {%- if refold_tables %}
+    union all
+    -- every live key of a table whose typed models' starts it lacks: re-folded (a first
+    -- position before any, so late)
+    select {{ key | join(', ') }}, '' as first_position
+    from frontier
+    where is_current and (
+        {%- for table in refold_tables %}
+        ({{ _changelake_typed_table(table.feed, table.source_table) }}){{ ' or' if not loop.last }}
+        {%- endfor %}
+    )
+    {%- endif %}
 ),
 
 touched_keys as (

@@ -185,8 +185,9 @@ select * from final
     however many versions the key has had, where the typed history reads every version of the
     table. While a live key's frontier row has no start for this model's tracked columns (the
     model, or its `tracked`, is newer than the key's last change), the model reads its typed
-    history instead, and says so; `changelake dbt build --full-refresh --select
-    int_history_versions+` folds the starts for every key.
+    history instead, and says so. The next run of the history store that has new changes to
+    fold re-folds every key of such a table (_changelake_typed_stale_tables), storing the
+    starts; so does `changelake dbt build --full-refresh --select int_history_versions+`.
 #}
 {% macro changelake_typed_current(history) %}
     {%- set store = ref('int_history_versions') -%}
@@ -203,8 +204,8 @@ select * from final
     {%- if missing > 0 -%}
         {%- do log(model.name ~ ': ' ~ missing ~ " live keys have no start for this model's tracked columns"
             ~ ' (the model or its `tracked` is newer than their last change): '
-            ~ this.identifier ~ ' reads the typed history; `changelake dbt build --full-refresh --select'
-            ~ " int_history_versions+` stores the starts", info=true) -%}
+            ~ this.identifier ~ ' reads the typed history until the next run of int_history_versions'
+            ~ ' with new changes re-folds the table and stores them', info=true) -%}
         {{ return(_changelake_typed_current_of(history)) }}
     {%- endif %}
 with
@@ -314,4 +315,53 @@ select * from final
             ~ ' then array(' ~ table['specs'] | join(', ') ~ ')') -%}
     {%- endfor -%}
     {{ return('cast(case ' ~ cases | join(' ') ~ ' end as ' ~ type ~ ')') }}
+{% endmacro %}
+
+{#
+    purpose: in a run of the history store (`store`, its live layers `named`), the typed tables
+    whose live keys' frontier rows lack the tracked-version start of one of their typed models
+    (a typed model, or its `tracked`, newer than those keys' last fold), as a list of {feed,
+    source_table}: the run re-folds every key of those tables from all its changes, so their
+    starts are stored for the models as they are now.
+    Checked by one query over the live frontier only when the store's table property
+    `changelake.typed_specs` is not the project's typed models (their specs, sorted): the
+    property is set when a check finds every start there, and removed when one finds any
+    missing, before the run folds. So while it equals the models, every fold since that check
+    ran with these models, and no key lacks a start: no query.
+#}
+{% macro _changelake_typed_stale_tables(store, named) %}
+    {%- set models = _changelake_typed_models() -%}
+    {%- set wanted = tojson(models | map(attribute='spec') | sort | list) -%}
+    {%- set property = 'changelake.typed_specs' -%}
+    {%- set shown = run_query('show tblproperties ' ~ store ~ ' (' ~ _changelake_literal(property) ~ ')').rows -%}
+    {#- Spark answers a missing property with a sentence in place of its value -#}
+    {%- set stored = shown[0][-1] if shown else none -%}
+    {%- if stored == wanted -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {%- set stale = [] -%}
+    {%- if models -%}
+        {%- set counts = [] -%}
+        {%- for model in models -%}
+            {%- do counts.append('count_if(' ~ _changelake_typed_table(model.feed, model.source_table)
+                ~ ' and try_element_at(islands, ' ~ _changelake_literal(model.spec) ~ ') is null) as m' ~ loop.index0) -%}
+        {%- endfor -%}
+        {%- set missing = run_query('select ' ~ counts | join(', ') ~ ' from ('
+            ~ changelake_history_frontier(store, store.identifier, named=named) ~ ') as frontier where is_current').rows[0] -%}
+        {%- for model in models if missing[loop.index0] > 0 -%}
+            {%- set table = {'feed': model.feed, 'source_table': model.source_table} -%}
+            {%- if table not in stale -%}
+                {%- do stale.append(table) -%}
+                {%- do log(model.name ~ ': ' ~ missing[loop.index0] ~ " live keys have no start for this model's"
+                    ~ ' tracked columns (the model or its `tracked` is newer than their last change): this run'
+                    ~ ' re-folds every key of ' ~ model.source_table ~ ' (feed ' ~ model.feed ~ ') from all its changes', info=true) -%}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {%- if stale -%}
+        {%- do run_query('alter table ' ~ store ~ ' unset tblproperties if exists (' ~ _changelake_literal(property) ~ ')') -%}
+    {%- else -%}
+        {%- do run_query('alter table ' ~ store ~ ' set tblproperties (' ~ _changelake_literal(property) ~ ' = ' ~ _changelake_literal(wanted) ~ ')') -%}
+    {%- endif -%}
+    {{ return(stale) }}
 {% endmacro %}

@@ -188,8 +188,9 @@ def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkey
 
     # the current model is read from the history store's frontier, which keeps each key's start
     # of its tracked version per typed model; `stock` joined the tracked columns (all, by
-    # default) after the keys' last fold, so this build reads the typed history instead, and
-    # a full refresh of the store brings the frontier read back, with the same rows
+    # default) after the keys' last fold, so this build (nothing new to fold) reads the typed
+    # history instead; the next build with a change to fold re-folds every key of the table
+    # and brings the frontier read back, and so does a full refresh of the store
     def current_read(result):
         (node,) = [
             r.node for r in result.result.results if r.node.name == "typed_shop_items_current"
@@ -208,12 +209,47 @@ def test_a_feed_and_a_typed_table_by_configuration_alone(spark, tmp_path, monkey
     assert not current_read(result)
     from_history = current_rows()
     assert [r[:4] for r in from_history] == [(1, "lamp", Decimal("17.50"), 4)]
+
+    # a new key, in a file of its own: key 1 is not touched, but its table is re-folded
+    def land_insert(offset: int, row: dict) -> None:
+        message = canal("INSERT", [row], T0 + 1000 * offset)
+        line = {"topic": "shop", "partition": 0, "offset": offset, "ts": T0, "key": None}
+        path = tmp_path / f"shop.items-{offset}.jsonl"
+        path.write_text(json.dumps({**line, "headers": [], "payload": json.dumps(message)}) + "\n")
+        land_files("shop_canal", [path], str(tmp_path / "landing"), home)
+
+    land_insert(6, {"id": "3", "name": "saw", "price": "12.00", "stock": "2"})
+    code, result = run_dbt(["build", *project, *no_demo])
+    assert code == 0, result.exception
+    assert current_read(result)
+    refolded = {r[0]: r for r in current_rows()}
+    assert refolded[1] == from_history[0]  # the same start as the typed history's
+    assert refolded[3][:4] == (3, "saw", Decimal("12.00"), 2)
+    assert len(refolded) == 2
+
+    # that build's check found starts missing and removed the store's property; a full
+    # refresh gives the same rows; the next build with a change finds no start missing and
+    # sets the property to the typed models, after which builds query for them no more
+    store = f"{schema}.int_history_versions"
+
+    def typed_specs() -> str:
+        (row,) = spark.sql(f"show tblproperties {store} ('changelake.typed_specs')").collect()
+        return row[-1]
+
+    assert "typed_shop_items_history@" not in typed_specs()
     code, result = run_dbt(
         ["build", *project, *no_demo, "--full-refresh", "--select", "int_history_versions+"]
     )
     assert code == 0, result.exception
     assert current_read(result)
-    assert current_rows() == from_history
+    assert {r[0]: r for r in current_rows()} == refolded
+    land_insert(7, {"id": "4", "name": "nail", "price": "0.10", "stock": "900"})
+    code, result = run_dbt(["build", *project, *no_demo])
+    assert code == 0, result.exception
+    (spec,) = json.loads(typed_specs())
+    assert spec.startswith("typed_shop_items_history@")
+    assert current_read(result)
+    assert len(current_rows()) == 3
 
     target = tmp_path / "site"
     manifest = generate_site(target, *project, *no_demo)
