@@ -348,9 +348,9 @@ select * from final
         {%- endfor -%}
         {%- set missing = run_query('select ' ~ counts | join(', ') ~ ' from ('
             ~ changelake_history_frontier(store, store.identifier, named=named) ~ ') as frontier where is_current').rows[0] -%}
-        {%- for model in models if missing[loop.index0] > 0 -%}
+        {%- for model in models -%}
             {%- set table = {'feed': model.feed, 'source_table': model.source_table} -%}
-            {%- if table not in stale -%}
+            {%- if missing[loop.index0] > 0 and table not in stale -%}
                 {%- do stale.append(table) -%}
                 {%- do log(model.name ~ ': ' ~ missing[loop.index0] ~ " live keys have no start for this model's"
                     ~ ' tracked columns (the model or its `tracked` is newer than their last change): this run'
