@@ -196,7 +196,7 @@ select * from final
         {{ return(_changelake_typed_current_of(history)) }}
     {%- endif -%}
     {%- set open_rows -%}
-        select key_json, try_element_at(islands, {{ _changelake_literal(model.spec) }}) as island
+        select key_json, {{ _changelake_typed_start(model) }} as island
         from ({{ changelake_history_frontier(store, published=true) }}) as frontier
         where is_current and {{ _changelake_typed_table(model.feed, model.source_table) }}
     {%- endset -%}
@@ -344,7 +344,7 @@ select * from final
         {%- set counts = [] -%}
         {%- for model in models -%}
             {%- do counts.append('count_if(' ~ _changelake_typed_table(model.feed, model.source_table)
-                ~ ' and try_element_at(islands, ' ~ _changelake_literal(model.spec) ~ ') is null) as m' ~ loop.index0) -%}
+                ~ ' and ' ~ _changelake_typed_start(model) ~ ' is null) as m' ~ loop.index0) -%}
         {%- endfor -%}
         {%- set missing = run_query('select ' ~ counts | join(', ') ~ ' from ('
             ~ changelake_history_frontier(store, store.identifier, named=named) ~ ') as frontier where is_current').rows[0] -%}
@@ -365,3 +365,8 @@ select * from final
     {%- endif -%}
     {{ return(stale) }}
 {% endmacro %}
+
+{#- purpose: a frontier row's start of `model`'s tracked version (null: not folded for it) -#}
+{% macro _changelake_typed_start(model) -%}
+    try_element_at(islands, {{ _changelake_literal(model.spec) }})
+{%- endmacro %}
