@@ -30,9 +30,10 @@ chosen), on data from :mod:`python_udfs.generator`:
    so a read of the current state compares age, not size): seconds per run, storage on disk against
    a fresh full refresh of the same input (at the second, middle and last run; no middle
    under six runs), the time to read all of ``cdc_current``, one key's ``cdc_history`` and a
-   typed current model; then a run with nothing new, and ``cdc_current`` against a parquet
-   table of its own rows. Each age build's node seconds by layer are kept, and the second and
-   last runs compared.
+   typed current model; then four builds with nothing new (the first right after the last
+   run, doing the ledger and segment maintenance it left due; the median of the other
+   three), and ``cdc_current`` against a parquet table of its own rows. Each age build's
+   node seconds by layer are kept, and the second and last runs compared.
 
 Numbers are wall-clock on whatever machine runs it; ratios within one run are what compare.
 Nothing here asserts a time.
@@ -895,8 +896,15 @@ def age_bench(spark: Any, work: Path, runs: int, increment: int) -> dict[str, An
                 f"key history {last['key_history']:.2f} s, typed {last['typed_current']:.2f} s, "
                 f"driver heap {last['heap']:.0f} MiB"
             )
+        # the first build with nothing new comes right after the last run and does the ledger
+        # and segment maintenance that run left due; the three after it have none left
         out["idle"] = timed(lambda: _dbt("build"))
-        runtime.log(f"bench: idle build {out['idle']:.1f} s")
+        out["idle_after"] = [timed(lambda: _dbt("build")) for _ in range(3)]
+        runtime.log(
+            f"bench: idle builds {out['idle']:.1f} s, then "
+            + ", ".join(f"{seconds:.1f}" for seconds in out["idle_after"])
+            + " s"
+        )
         out["matched"] = all(r["matched"] for r in generator.compare(spark, schema, summary))
         out["current_rows"], out["current_read"], out["parquet_read"] = current_against_parquet(
             spark, schema
@@ -1198,7 +1206,13 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
             increment,
             0.1,
         ),
-        ("`dbt build` with nothing new, seconds (warm session)", "< 10", age["idle"], 10.0),
+        (
+            "`dbt build` with nothing new, seconds (warm session), right after the last run "
+            "(with the maintenance it left due)",
+            "< 10",
+            age["idle"],
+            10.0,
+        ),
         (
             "read cdc_current / scan a parquet table of its rows, after the age runs"
             + (f" ({age['current_rows']:,} rows)" if "current_rows" in age else ""),
@@ -1207,6 +1221,18 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
             1.5,
         ),
     ]
+    if age.get("idle_after"):
+        # measurements saved before these three builds were taken have the first alone
+        rows.insert(
+            rows.index(next(row for row in rows if row[0].startswith("`dbt build` with"))) + 1,
+            (
+                "`dbt build` with nothing new, seconds (warm session), median of the three "
+                "builds after that one",
+                "< 10",
+                statistics.median(age["idle_after"]),
+                10.0,
+            ),
+        )
     if "current_read" in largest:
         rows.append(
             (
