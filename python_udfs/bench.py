@@ -1213,6 +1213,20 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
             age["idle"],
             10.0,
         ),
+        # measurements saved before the three builds after it were taken have the first alone
+        *(
+            [
+                (
+                    "`dbt build` with nothing new, seconds (warm session), median of the three "
+                    "builds after that one",
+                    "< 10",
+                    statistics.median(age["idle_after"]),
+                    10.0,
+                )
+            ]
+            if age.get("idle_after")
+            else []
+        ),
         (
             "read cdc_current / scan a parquet table of its rows, after the age runs"
             + (f" ({age['current_rows']:,} rows)" if "current_rows" in age else ""),
@@ -1221,18 +1235,6 @@ def render_age(age: dict[str, Any], largest: dict[str, Any]) -> list[str]:
             1.5,
         ),
     ]
-    if age.get("idle_after"):
-        # measurements saved before these three builds were taken have the first alone
-        rows.insert(
-            rows.index(next(row for row in rows if row[0].startswith("`dbt build` with"))) + 1,
-            (
-                "`dbt build` with nothing new, seconds (warm session), median of the three "
-                "builds after that one",
-                "< 10",
-                statistics.median(age["idle_after"]),
-                10.0,
-            ),
-        )
     if "current_read" in largest:
         rows.append(
             (
