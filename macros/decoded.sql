@@ -78,6 +78,9 @@
             {%- do tried.update({row[1] ~ '#' ~ row[2]: true}) -%}
         {%- endif -%}
     {%- endfor -%}
+    {#- how many files the feed's folder lists now, for the warn test of feeds without files
+        (changelake_feeds_without_files), which then lists no folder this build listed -#}
+    {%- do graph.setdefault('changelake_files_listed', {}).update({invocation_id ~ '/' ~ node.name: listed | length}) -%}
     {%- set files = [] -%}
     {%- for file in listed | sort if (file[0] ~ '#' ~ file[1]) not in tried -%}
         {%- do files.append(file) -%}

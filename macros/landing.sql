@@ -299,13 +299,13 @@
 
 {#
     purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
-    declared in the `landing` source: its folder, whether it exists, and the files in it now.
+    declared in the `landing` source (or per node of `nodes`, some of its nodes): its folder, whether it exists, and the files in it now.
     Whether it exists is asked when the macro runs (`changelake_folder_exists`, a session
     function, which a view cannot call) and written in as a literal: as of the last build; null
     where Python cannot see the file system (python_udfs.spark_udfs.folder_exists).
 #}
-{% macro changelake_feed_folders() %}
-    {%- set nodes = _changelake_landing_nodes() -%}
+{% macro changelake_feed_folders(nodes=none) %}
+    {%- set nodes = _changelake_landing_nodes() if nodes is none else nodes -%}
     {%- set folders = [] -%}
     {%- for node in nodes -%}
         {%- do folders.append(_changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)) -%}
@@ -359,18 +359,40 @@
     purpose: SQL of the declared feeds whose folder lists no file (feed, landing_folder,
     has_landing_folder). At run time the folders are listed once, here: a warning names each such
     feed with its folder and whether the folder is missing or empty, and the SQL returned is
-    those rows as literals (the data test that reads it lists nothing again).
+    those rows as literals (the data test that reads it lists nothing again). A feed whose
+    decoded model listed its folder in this invocation (_changelake_new_files) is not listed
+    again: its count is that listing's.
 #}
 {% macro changelake_feeds_without_files() %}
-    {%- set query = 'select feed, landing_folder, has_landing_folder from (' ~ changelake_feed_folders()
+    {%- set counted = graph.get('changelake_files_listed', {}) if execute else {} -%}
+    {%- set unlisted = [] -%}
+    {%- set empty = [] -%}
+    {%- for node in _changelake_landing_nodes() -%}
+        {%- set count = counted.get(invocation_id ~ '/' ~ node.name) -%}
+        {%- do (unlisted if count is none else empty if count == 0 else []).append(node) -%}
+    {%- endfor -%}
+    {%- set query = 'select feed, landing_folder, has_landing_folder from (' ~ changelake_feed_folders(unlisted)
         ~ ') as folders where files_listed = 0' -%}
     {%- if not execute -%}
         {{ return(query) }}
     {%- endif -%}
+    {%- set found = [] -%}
+    {%- set paths = [] -%}
+    {%- set folders = [] -%}
+    {%- for node in empty -%}
+        {%- do paths.append(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path) -%}
+        {%- do folders.append(_changelake_literal(paths[-1])) -%}
+    {%- endfor -%}
+    {%- for exists in _changelake_folders_exist(folders) -%}
+        {%- do found.append([empty[loop.index0].name, paths[loop.index0], exists]) -%}
+    {%- endfor -%}
+    {%- for row in (run_query(query).rows if unlisted else []) -%}
+        {%- do found.append([row[0], row[1], row[2]]) -%}
+    {%- endfor -%}
     {%- set named = [] -%}
     {%- set rows = [] -%}
     {%- set states = {true: 'empty', false: 'no such folder', none: 'no file listed'} -%}
-    {%- for row in run_query(query ~ ' order by feed').rows -%}
+    {%- for row in found | sort -%}
         {%- do named.append(row[0] ~ ' (' ~ row[1] ~ ': ' ~ states[row[2]] ~ ')') -%}
         {%- do rows.append('select ' ~ _changelake_literal(row[0]) ~ ' as feed, '
             ~ _changelake_literal(row[1]) ~ ' as landing_folder, '

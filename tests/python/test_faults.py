@@ -400,6 +400,28 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     assert missing == set(folders) - {"canal_inventory", "sqlserver_inventory"}
     assert all(folders[feed].files_listed == 0 for feed in missing)
 
+    # in a build whose decoded models listed their folders, the warning takes their counts
+    # (sqlserver's one file, canal's none) and lists only the other feeds' folders: the same
+    # feeds, each in the same state
+    result = dbt(
+        "build",
+        "--select",
+        "decoded_canal_inventory",
+        "decoded_sqlserver_inventory",
+        "assert_every_declared_feed_has_landed_files",
+    )
+    (warned,) = [
+        r for r in result.result if r.node.name == "assert_every_declared_feed_has_landed_files"
+    ]
+    assert (warned.status, warned.failures) == ("warn", 8)
+    compiled = warned.node.compiled_code
+    assert "'sqlserver_inventory'" not in compiled
+    assert (
+        f"select 'canal_inventory' as feed, '{tmp_path}/moved/canal_inventory' as landing_folder, "
+        "true as has_landing_folder" in compiled
+    )
+    assert compiled.count("false as has_landing_folder") == len(missing)
+
 
 def test_line_numbers_and_offsets_stay_exact_when_a_file_is_read_in_blocks(dbt, spark, tmp_path):
     """An uncompressed file is read line by line in blocks (Spark's splits), so a file of any
