@@ -297,18 +297,24 @@
     {{ return((selects or [empty ~ ' where false']) | join('\nunion all\n')) }}
 {% endmacro %}
 
+{# purpose: the folder a feed (its node in the `landing` source) lands in #}
+{% macro _changelake_feed_folder(node) %}
+    {{ return(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path) }}
+{% endmacro %}
+
 {#
     purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
-    declared in the `landing` source (or per node of `nodes`, some of its nodes): its folder, whether it exists, and the files in it now.
-    Whether it exists is asked when the macro runs (`changelake_folder_exists`, a session
-    function, which a view cannot call) and written in as a literal: as of the last build; null
-    where Python cannot see the file system (python_udfs.spark_udfs.folder_exists).
+    declared in the `landing` source (or per node of `nodes`, some of its nodes): its folder,
+    whether it exists, and the files in it now. Whether it exists is asked when the macro runs
+    (`changelake_folder_exists`, a session function, which a view cannot call) and written in
+    as a literal: as of the last build; null where Python cannot see the file system
+    (python_udfs.spark_udfs.folder_exists).
 #}
 {% macro changelake_feed_folders(nodes=none) %}
     {%- set nodes = _changelake_landing_nodes() if nodes is none else nodes -%}
     {%- set folders = [] -%}
     {%- for node in nodes -%}
-        {%- do folders.append(_changelake_literal(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path)) -%}
+        {%- do folders.append(_changelake_literal(_changelake_feed_folder(node))) -%}
     {%- endfor -%}
     {%- set found = _changelake_folders_exist(folders) -%}
     {%- set selects = [] -%}
@@ -377,14 +383,12 @@
         {{ return(query) }}
     {%- endif -%}
     {%- set found = [] -%}
-    {%- set paths = [] -%}
     {%- set folders = [] -%}
     {%- for node in empty -%}
-        {%- do paths.append(var('landing_root') ~ '/' ~ _changelake_feed_meta(node).path) -%}
-        {%- do folders.append(_changelake_literal(paths[-1])) -%}
+        {%- do folders.append(_changelake_literal(_changelake_feed_folder(node))) -%}
     {%- endfor -%}
     {%- for exists in _changelake_folders_exist(folders) -%}
-        {%- do found.append([empty[loop.index0].name, paths[loop.index0], exists]) -%}
+        {%- do found.append([empty[loop.index0].name, _changelake_feed_folder(empty[loop.index0]), exists]) -%}
     {%- endfor -%}
     {%- for row in (run_query(query).rows if unlisted else []) -%}
         {%- do found.append([row[0], row[1], row[2]]) -%}
