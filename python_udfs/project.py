@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,23 @@ from python_udfs.server import running
 
 # dbt commands that never touch the warehouse: no Spark session, no lock.
 NO_SPARK_COMMANDS = {"parse", "ls", "list", "clean", "deps", "init", "--version", "--help", "-h"}
+# dbt commands that may decode landed records: the Python UDF workers are started beside them
+WARM_COMMANDS = {"build", "run"}
+WARM_JOB_GROUP = "changelake-warm-udf-workers"
+
+# One row per worker slot through both UDFs a decoded model's insert runs in each task; a null
+# value is a tombstone (no change, no error), and the line counter's state is per task.
+_WARM_QUERY = """
+select count(decoded), count(line)
+from (
+    select
+        changelake_decode(
+            'debezium', cast(null as string), cast(null as string), cast(null as array<string>)
+        ) as decoded,
+        changelake_line_in_block(cast(id as string), 0L) as line
+    from range(0, {slots}, 1, {slots})
+) as warm
+"""
 
 
 def _option(args: Sequence[str], *names: str) -> str | None:
@@ -43,12 +61,14 @@ class Runtime:
     def __init__(self) -> None:
         self.session: Any = None
         self.lock: runtime.MetastoreLock | None = None
+        self.remote: str | None = None
 
     def start(self, home: Path, profiles_dir: Path, target_name: str | None) -> Any:
         if self.session is not None:
             return self.session
         os.environ["CHANGELAKE_STATE_DIR"] = str(runtime.state_dir(home))
         target = runtime.load_target(profiles_dir, target_name)
+        self.remote = target.remote
         if target.uses_embedded_metastore:
             self.lock = runtime.MetastoreLock(runtime.state_dir(home))
             self.lock.acquire()
@@ -65,6 +85,34 @@ class Runtime:
             f"registered UDFs: {', '.join(names)}"
         )
         return self.session
+
+    def warm_python_workers(self) -> threading.Thread | None:
+        """Start the Python UDF workers beside dbt's start (parsing, the run's start hook) in a
+        background thread; the thread, or None where there is nothing to start.
+
+        Spark keeps an idle Python worker for one minute (a constant of its worker factory), so
+        a build run every few minutes finds none: the first decoded models' inserts each waited
+        for new workers (a fork of the daemon, then pyarrow, pandas and the decoders imported
+        and the UDF unpickled). Run here, on a session of this process (not Spark Connect,
+        whose workers are the server's), that start overlaps dbt's own, and the inserts take
+        the workers from Spark's idle pool. It reads and writes no table; a failure here is
+        only reported, and left for the models to meet.
+        """
+        session = self.session
+        if session is None or self.remote:
+            return None
+
+        def warm() -> None:
+            try:
+                context = session.sparkContext
+                context.setJobGroup(WARM_JOB_GROUP, "changelake: Python UDF workers started")
+                session.sql(_WARM_QUERY.format(slots=max(1, context.defaultParallelism))).collect()
+            except Exception as exc:  # the models meet and report any real fault
+                runtime.log(f"starting the Python UDF workers ahead of the decode failed: {exc}")
+
+        thread = threading.Thread(target=warm, name="changelake-warm-udf-workers", daemon=True)
+        thread.start()
+        return thread
 
     def stop(self) -> None:
         if self.session is not None:
@@ -111,7 +159,10 @@ def run_dbt(args: Sequence[str]) -> tuple[int, Any]:
         if target is None and RUNTIME.session is None and not os.environ.get("CHANGELAKE_TARGET"):
             target = _local_server_target(home)
         RUNTIME.start(home, Path(profiles), target)
+    warming = RUNTIME.warm_python_workers() if _subcommand(full) in WARM_COMMANDS else None
     result = dbtRunner().invoke(full)
+    if warming is not None:
+        warming.join()
     if RUNTIME.session is not None:
         runtime.release_finished_query_jobs(RUNTIME.session)
     if result.exception is not None:

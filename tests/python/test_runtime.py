@@ -297,3 +297,21 @@ def test_a_worker_the_jvm_stops_reading_ends_without_a_traceback(tmp_path, daemo
         assert "Traceback" not in out.stderr, out.stderr[-3000:]
     else:
         assert "BrokenPipeError" in out.stderr
+
+
+def test_python_workers_are_started_beside_a_build(spark, capsys):
+    """`changelake dbt build`/`run` starts the Python UDF workers in a background thread while
+    dbt starts: one query through both UDFs a decoded model's insert runs, which succeeds (a
+    null value decodes to no change) and says nothing."""
+    from python_udfs.project import RUNTIME, WARM_COMMANDS, WARM_JOB_GROUP
+
+    assert {"build", "run"} <= WARM_COMMANDS
+    thread = RUNTIME.warm_python_workers()
+    assert thread is not None
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert "Python UDF workers" not in capsys.readouterr().err
+    tracker = spark.sparkContext.statusTracker()
+    jobs = [tracker.getJobInfo(job) for job in tracker.getJobIdsForGroup(WARM_JOB_GROUP)]
+    assert jobs
+    assert all(job is not None and job.status == "SUCCEEDED" for job in jobs)
