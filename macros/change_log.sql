@@ -95,7 +95,9 @@
     purpose: post-hook committing a change-log batch together with the decoded batches it
     consumed, in one single-file insert: either both are recorded or neither is. The batch's
     rows are counted first; a batch (not a full fold's base) is remembered for the invocation
-    (`_changelake_note_committed`, macros/ledger.sql), so the history reads no ledger to find it.
+    (`_changelake_note_committed`, macros/ledger.sql), so the history reads no ledger to find it,
+    and a change-log batch with the truncates the same count found (graph key
+    `changelake_truncates`), so the history's plan needs no query to know them.
 #}
 {% macro changelake_commit_consuming_batch(prefix='decoded_') %}
     {%- if not execute or _changelake_batch_is_empty() -%}
@@ -104,9 +106,12 @@
     {%- set consumed = _changelake_pending_batches(prefix) -%}
     {#- the history store's full fold is complete: a base layer (macros/history.sql) -#}
     {%- set kind = 'base' if _changelake_compiled_has(_changelake_full_fold()) else 'batch' -%}
-    {%- set rows = run_query('select count(*) from ' ~ this ~ ' where '
+    {#- the change log also counts its truncates, for the history's plan (_changelake_history_plan) -#}
+    {%- set counted = run_query('select count(*)' ~ (", count_if(kind = 'truncate')" if prefix == 'decoded_' else '')
+        ~ ' from ' ~ this ~ ' where '
         ~ (changelake_pending_rows([invocation_id]) if this.identifier in _changelake_segmented_models()
-            else "batch_id = '" ~ invocation_id ~ "'")).rows[0][0] | int -%}
+            else "batch_id = '" ~ invocation_id ~ "'")).rows[0] -%}
+    {%- set rows = counted[0] | int -%}
     {#- a run that wrote and consumed nothing commits nothing -#}
     {%- set ledger_rows = [[kind, invocation_id, rows]] if rows > 0 else [] -%}
     {%- for batch_id in consumed -%}
@@ -115,6 +120,13 @@
     {%- do _changelake_insert_ledger_rows(ledger_rows) -%}
     {%- if kind == 'batch' -%}
         {%- do _changelake_note_committed(rows) -%}
+        {%- if prefix == 'decoded_' -%}
+            {%- do graph.setdefault('changelake_truncates', {}).update(
+                {this.identifier ~ '/' ~ invocation_id: counted[1] | int}) -%}
+        {%- endif -%}
+    {%- else -%}
+        {#- every key was folded with the typed models as they are now (macros/typed.sql) -#}
+        {%- do changelake_note_typed_specs_folded(this) -%}
     {%- endif -%}
     {{ return('') }}
 {% endmacro %}

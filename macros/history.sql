@@ -680,12 +680,16 @@ select * from final
     {%- set named = _changelake_read_layers(this.identifier) if execute and incremental else none -%}
     {%- set plan = _changelake_history_plan(changes_model, pending, named) if incremental else {'key_scan': false, 'any_late': true} -%}
     {%- set key_scan, any_late, any_truncate = plan['key_scan'], plan['any_late'], plan.get('any_truncate', true) -%}
+    {#- late keys not counted before the run: the re-fold is in the query, on the late keys
+        broadcast, and Spark drops it, unread, when they turn out to be none -#}
+    {%- set late_at_run = plan.get('late_at_run', false) -%}
     {#- typed tables whose keys lack a typed model's start (macros/typed.sql): every key of them
         re-folded, so the frontier is joined whole -#}
     {%- set refold_tables = _changelake_typed_stale_tables(this, named) if execute and incremental else [] -%}
     {%- if refold_tables -%}
-        {%- set key_scan, any_late = false, true -%}
+        {%- set key_scan, any_late, late_at_run = false, true, false -%}
     {%- endif -%}
+    {%- set refold_hint = '/*+ broadcast(refold_keys) */' if late_at_run else '' -%}
 {{ _changelake_full_fold() if execute and not incremental else '' }}
 with
 
@@ -758,13 +762,13 @@ all_truncates as (
 ),
 
 refold_events as (
-    select
+    select {{ refold_hint }}
         {% for column in key %}all_events.{{ column }}, {% endfor %}
         {{ _changelake_fold_event('all_events') }} as event
     from ({{ _changelake_row_events('changes') }}) as all_events
     left semi join refold_keys on {{ _changelake_same_table('all_events', 'refold_keys', key=true) }}
     union all
-    select
+    select {{ refold_hint }}
         {% for column in key %}refold_keys.{{ column }}, {% endfor %}
         {{ _changelake_fold_event('all_truncates') }} as event
     from refold_keys
@@ -1022,25 +1026,46 @@ classified as (
 {#
     purpose: how the run reads, decided at compile time: {'key_scan': whether it may read the
     frontier for the keys it touches alone, 'any_late': whether any key of the pending
-    change-log batches must be re-folded from all its changes (when none is, the run does not
-    read the change log's past at all), 'any_truncate': whether the pending batches hold a
-    truncate (when none does, the run does not read the whole frontier)}.
+    change-log batches may need a re-fold from all its changes (when none does, the run does
+    not read the change log's past at all), 'any_truncate': whether the pending batches hold a
+    truncate (when none does, the run does not read the whole frontier), 'late_at_run' (when
+    present and true): whether the late keys are left to the run's query to find}.
     With `key_scan`, the touched keys are broadcast to the frontier's scan (a hint), which drops
     the other rows where they are read instead of exchanging every row to join them. A
     broadcast is held whole in the driver's and every executor's memory, so only when the keys
     are known to be few: the pending batches hold at most `max_rows` rows (a var overrides it)
     and no truncate (a truncate touches every key of its table). Otherwise the frontier is
     joined as a whole, which scales with any number of keys.
-    One query answers both when the keys may be few: the pending truncates and the late keys
-    of the pending row changes (a truncate's keys left out: with a truncate, the late keys are
-    counted again, by a whole-frontier join). `named`: the store's live layers, as the run reads
-    them (_changelake_read_layers).
+    No query when the change log committed every pending batch in this invocation, its commit
+    counting no truncate in them (the normal run), and their rows are few: then 'key_scan' and
+    'late_at_run': the run's query holds the re-fold, over the change log's past, for its
+    late keys broadcast; when they are none, Spark's adaptive execution finds the broadcast
+    empty and drops the re-fold before it reads anything (tests/python/test_history.py checks
+    the scans as they ran). That query's late keys cost no more than this plan's count of them
+    did, a second pass over the pending changes and the frontier (2-3 s at a million changes).
+    Otherwise one query answers both when the keys may be few: the pending truncates and the
+    late keys of the pending row changes (a truncate's keys left out: with a truncate, the late
+    keys are counted again, by a whole-frontier join). `named`: the store's live layers, as the
+    run reads them (_changelake_read_layers).
 #}
 {% macro _changelake_history_plan(changes_model, pending, named, max_rows=1000000) %}
     {%- if not execute -%}
         {{ return({'key_scan': true, 'any_late': true, 'any_truncate': true}) }}
     {%- endif -%}
     {%- set max_rows = var('changelake_history_key_scan_rows', max_rows) -%}
+    {#- the truncates of each pending batch the change log committed in this invocation, as its
+        commit counted them (changelake_commit_consuming_batch) -#}
+    {%- set noted = graph.get('changelake_truncates', {}) -%}
+    {%- set truncates = [] -%}
+    {%- for batch_id in pending if (changes_model ~ '/' ~ batch_id) in noted -%}
+        {%- do truncates.append(noted[changes_model ~ '/' ~ batch_id]) -%}
+    {%- endfor -%}
+    {%- if (pending.values() | sum) <= max_rows and pending and truncates | length == pending | length
+        and truncates | sum == 0 -%}
+        {#- no truncate, keys few enough to broadcast: no query; the late keys are found by
+            the run's own query -#}
+        {{ return({'key_scan': true, 'any_late': true, 'any_truncate': false, 'late_at_run': true}) }}
+    {%- endif -%}
     {%- if (pending.values() | sum) <= max_rows -%}
         {%- set row = run_query(_changelake_history_late_query(changes_model, pending, named, key_scan=true)).rows[0] -%}
         {%- if row[1] == 0 -%}

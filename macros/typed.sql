@@ -343,12 +343,11 @@ select * from final
 #}
 {% macro _changelake_typed_stale_tables(store, named) %}
     {%- set models = _changelake_typed_models() -%}
-    {%- set wanted = tojson(models | map(attribute='spec') | sort | list) -%}
     {%- set property = 'changelake.typed_specs' -%}
     {%- set shown = run_query('show tblproperties ' ~ store ~ ' (' ~ _changelake_literal(property) ~ ')').rows -%}
     {#- Spark answers a missing property with a sentence in place of its value -#}
     {%- set stored = shown[0][-1] if shown else none -%}
-    {%- if stored == wanted -%}
+    {%- if stored == _changelake_typed_specs(models) -%}
         {{ return([]) }}
     {%- endif -%}
     {%- set stale = [] -%}
@@ -373,9 +372,26 @@ select * from final
     {%- if stale -%}
         {%- do run_query('alter table ' ~ store ~ ' unset tblproperties if exists (' ~ _changelake_literal(property) ~ ')') -%}
     {%- else -%}
-        {%- do run_query('alter table ' ~ store ~ ' set tblproperties (' ~ _changelake_literal(property) ~ ' = ' ~ _changelake_literal(wanted) ~ ')') -%}
+        {%- do changelake_note_typed_specs_folded(store) -%}
     {%- endif -%}
     {{ return(stale) }}
+{% endmacro %}
+
+{# purpose: the typed models `models` as the store's property `changelake.typed_specs` holds them: their specs, sorted, as JSON #}
+{% macro _changelake_typed_specs(models) %}
+    {{ return(tojson(models | map(attribute='spec') | sort | list)) }}
+{% endmacro %}
+
+{#
+    purpose: set the history store's property `changelake.typed_specs` to the project's typed
+    models: every live key's frontier row holds their starts. Called when a check found none
+    missing, and when a full fold (a first build, a full refresh: every key folded with these
+    models) is committed, so the first run after it queries for missing starts no more than
+    the runs after a check do.
+#}
+{% macro changelake_note_typed_specs_folded(store) %}
+    {%- do run_query('alter table ' ~ store ~ " set tblproperties ('changelake.typed_specs' = "
+        ~ _changelake_literal(_changelake_typed_specs(_changelake_typed_models())) ~ ')') -%}
 {% endmacro %}
 
 {#- purpose: a frontier row's start of `model`'s tracked version (null: not folded for it) -#}

@@ -13,6 +13,7 @@ import hashlib
 import os
 import random
 import shutil
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,30 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"shared/ not found at {SHARED}: conformance inputs unavailable")
     return SHARED
+
+
+def tables_scanned(spark: Any, compiled: Path) -> Counter[str]:
+    """How often the query dbt compiled into ``compiled`` scans each table, run again: counted
+    in the physical plan as it ran (adaptive query stages entered, reused exchanges not: they
+    read nothing again; a branch Spark dropped at run time, unread, not at all)."""
+    query = spark.sql(compiled.read_text())
+    query.collect()
+    tables: list[str] = []
+
+    def walk(node: Any) -> None:
+        kind = node.getClass().getSimpleName()
+        if kind == "AdaptiveSparkPlanExec":
+            return walk(node.executedPlan())
+        if kind.endswith("QueryStageExec"):
+            return walk(node.plan())
+        if kind == "ReusedExchangeExec":
+            return None
+        if kind == "FileSourceScanExec":
+            tables.append(node.tableIdentifier().get().table())
+        children = node.children()
+        for index in range(children.size()):
+            walk(children.apply(index))
+        return None
+
+    walk(query._jdf.queryExecution().executedPlan())
+    return Counter(tables)

@@ -14,10 +14,10 @@ import json
 import os
 import re
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import tables_scanned
 
 from python_udfs import decode
 
@@ -413,30 +413,10 @@ def test_batches_give_exactly_the_reference_change_log(dbt, spark, tmp_path):
 def feeds_read_once(spark, target: Path) -> dict[str, int]:
     """How often the change log's last incremental query (as dbt compiled it) scans each
     decoded table, run again: the new records are computed once and reused wherever the query
-    names them, not read and staged again in each place. Counted in the physical plan as it
-    ran (adaptive query stages entered, reused exchanges not: they read nothing again)."""
+    names them, not read and staged again in each place."""
     compiled = target / "compiled/changelake/models/intermediate/int_changes_unioned.sql"
-    query = spark.sql(compiled.read_text())
-    query.collect()
-    tables: list[str] = []
-
-    def walk(node) -> None:
-        kind = node.getClass().getSimpleName()
-        if kind == "AdaptiveSparkPlanExec":
-            return walk(node.executedPlan())
-        if kind.endswith("QueryStageExec"):
-            return walk(node.plan())
-        if kind == "ReusedExchangeExec":
-            return None
-        if kind == "FileSourceScanExec":
-            tables.append(node.tableIdentifier().get().table())
-        children = node.children()
-        for index in range(children.size()):
-            walk(children.apply(index))
-        return None
-
-    walk(query._jdf.queryExecution().executedPlan())
-    return dict(Counter(t for t in tables if t.startswith("decoded_")))
+    scans = tables_scanned(spark, compiled)
+    return {table: count for table, count in scans.items() if table.startswith("decoded_")}
 
 
 CONFORMANCE_FEEDS = {

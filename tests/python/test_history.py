@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import tables_scanned
 
 pytestmark = pytest.mark.dbt
 
@@ -303,6 +304,12 @@ def test_history_over_batches_equals_expectation_and_full_refresh(dbt, spark, tm
         ('{"id":4}', 2, {"id": 4, "v": "w", "doc": "q"}, p(100), None, True, False, None, None),
     ]
     assert history(spark, s) == expected
+    # no key was late, and the plan asked no query to know it: the history's query, as it ran,
+    # read the change log's pending rows once and none of its past (the re-fold of the late
+    # keys, none, dropped unread)
+    compiled = dbt.target_path / "compiled/changelake/models/intermediate/int_history_versions.sql"
+    assert "broadcast(refold_keys)" in compiled.read_text()
+    assert tables_scanned(spark, compiled)["int_changes_unioned"] == 1
     for table in tables:
         # consumed batches moved into segment 'earlier'; the pending one kept its own, then
         # the change log's batch of this build
