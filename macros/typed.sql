@@ -238,6 +238,11 @@ select * from final
         and _changelake_view_text_is(existing, from_frontier) -%}
         {{ return(from_frontier) }}
     {%- endif -%}
+    {#- The store's property says every live key has the starts of the project's typed models
+        (_changelake_typed_stale_tables): no count is needed either. -#}
+    {%- if _changelake_stored_typed_specs(store) == _changelake_typed_specs(_changelake_typed_models()) -%}
+        {{ return(from_frontier) }}
+    {%- endif -%}
     {%- set missing = run_query('select count(*) from (' ~ open_rows ~ ') as open_rows where island is null').rows[0][0] -%}
     {%- if missing > 0 -%}
         {%- do log(model.name ~ ': ' ~ missing ~ " live keys have no start for this model's tracked columns"
@@ -344,10 +349,7 @@ select * from final
 {% macro _changelake_typed_stale_tables(store, named) %}
     {%- set models = _changelake_typed_models() -%}
     {%- set property = 'changelake.typed_specs' -%}
-    {%- set shown = run_query('show tblproperties ' ~ store ~ ' (' ~ _changelake_literal(property) ~ ')').rows -%}
-    {#- Spark answers a missing property with a sentence in place of its value -#}
-    {%- set stored = shown[0][-1] if shown else none -%}
-    {%- if stored == _changelake_typed_specs(models) -%}
+    {%- if _changelake_stored_typed_specs(store) == _changelake_typed_specs(models) -%}
         {{ return([]) }}
     {%- endif -%}
     {%- set stale = [] -%}
@@ -375,6 +377,16 @@ select * from final
         {%- do changelake_note_typed_specs_folded(store) -%}
     {%- endif -%}
     {{ return(stale) }}
+{% endmacro %}
+
+{# purpose: the history store's property `changelake.typed_specs` (none when it has none) #}
+{% macro _changelake_stored_typed_specs(store) %}
+    {%- if adapter.get_relation(database=store.database, schema=store.schema, identifier=store.identifier) is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set shown = run_query('show tblproperties ' ~ store ~ " ('changelake.typed_specs')").rows -%}
+    {#- Spark answers a missing property with a sentence in place of its value -#}
+    {{ return(shown[0][-1] if shown else none) }}
 {% endmacro %}
 
 {# purpose: the typed models `models` as the store's property `changelake.typed_specs` holds them: their specs, sorted, as JSON #}
