@@ -85,6 +85,12 @@ class Dbt:
         self.target_path = PROJECT / "target"  # of the last call
 
     def __call__(self, *args: str) -> Any:
+        code, result = self.attempt(*args)
+        assert code == 0, f"dbt {' '.join(args)} exited {code}: {result.exception or ''}"
+        return result
+
+    def attempt(self, *args: str) -> tuple[int, Any]:
+        """Run dbt as ``__call__`` does; return its exit code and result, whatever they are."""
         from python_udfs.project import run_dbt
 
         os.environ["CHANGELAKE_LANDING_ROOT"] = str(self.landing_root)
@@ -94,14 +100,12 @@ class Dbt:
         saved = os.environ.get("DBT_TARGET_PATH")
         os.environ["DBT_TARGET_PATH"] = str(self.target_path)
         try:
-            code, result = run_dbt(list(args))
+            return run_dbt(list(args))
         finally:
             if saved is None:
                 del os.environ["DBT_TARGET_PATH"]
             else:
                 os.environ["DBT_TARGET_PATH"] = saved
-        assert code == 0, f"dbt {' '.join(args)} exited {code}: {result.exception or ''}"
-        return result
 
     def land(self, feed: str, source: Path) -> Path:
         """Copy a landing file into ``<landing_root>/<feed>/`` as a connector would."""

@@ -645,3 +645,49 @@ def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark, state
     statements.clear()
     dbt("run", "--select", "stg_landing__pg_inventory")
     assert _ddl_of(spark, statements, view) == []  # its stored text is its SQL (the altered one)
+
+
+def test_an_append_checks_the_schema_then_inserts_by_name(dbt, spark, statements, tmp_path):
+    """A model with new rows into a table that exists is appended from a temporary view of its
+    query, by name, after one describe of each side (`_changelake_append_batch`). A table out
+    of step with its model (`on_schema_change: fail`; here a column a later version of the
+    model would no longer write) stops the model before anything is written or committed,
+    naming the column."""
+    _land_demo_pg(dbt)
+    s = dbt.schema
+    dbt("run", "--select", "decoded_pg_inventory")
+    demo = next((dbt.landing_root / "pg_inventory").iterdir())
+
+    def land_copy(name: str) -> None:
+        copy = tmp_path / name
+        copy.write_bytes(demo.read_bytes())
+        dbt.land("pg_inventory", copy)
+
+    def counts() -> tuple:
+        rows = spark.sql(f"select count(*) from {s}.decoded_pg_inventory").first()[0]
+        ledger = spark.sql(f"select count(*) from {s}.changelake_ledger__decoded_pg_inventory")
+        return rows, ledger.first()[0]
+
+    first = counts()
+    land_copy("later.kcat")
+    statements.clear()
+    dbt("run", "--select", "decoded_pg_inventory")
+    inserts = [q for q in statements if re.search(rf"insert into {s}[.]decoded_pg_inventory\b", q)]
+    assert len(inserts) == 1
+    assert " by name select * from decoded_pg_inventory__dbt_tmp" in inserts[0]
+    assert not [q for q in statements if "describe extended" in q]
+    files = f"select count(distinct landed_file) from {s}.decoded_pg_inventory"
+    assert spark.sql(files).first()[0] == 2
+    appended = counts()
+    assert appended[0] == 2 * first[0]
+    assert appended[1] > first[1]
+
+    spark.sql(f"alter table {s}.decoded_pg_inventory add columns (retired_note string)")
+    land_copy("latest.kcat")
+    code, result = dbt.attempt("run", "--select", "decoded_pg_inventory")
+    assert code == 1
+    (node,) = [r for r in result.result.results if r.node.name == "decoded_pg_inventory"]
+    assert node.status == "error"
+    assert "out of sync" in node.message
+    assert "retired_note: string in the table, not in the query" in node.message
+    assert counts() == appended  # nothing written, nothing committed
