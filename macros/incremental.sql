@@ -17,12 +17,13 @@
 #}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
     {%- set existing = load_relation(this) -%}
-    {%- if model['language'] != 'sql' or existing is none or existing.is_view
-        or should_full_refresh() or not _changelake_batch_is_empty() -%}
+    {%- if model['language'] != 'sql' or existing is none or existing.is_view or should_full_refresh() -%}
         {%- do _changelake_note_written() -%}
-        {%- if model['language'] == 'sql' and existing is not none and not existing.is_view
-            and not should_full_refresh()
-            and (config.get('incremental_strategy') or 'append') == 'append'
+        {{ return(dbt.materialization_incremental_spark()) }}
+    {%- endif -%}
+    {%- if not _changelake_batch_is_empty() -%}
+        {%- do _changelake_note_written() -%}
+        {%- if (config.get('incremental_strategy') or 'append') == 'append'
             and config.get('on_schema_change') in ('fail', 'ignore', none) -%}
             {{ return(_changelake_append_batch(existing)) }}
         {%- endif -%}
@@ -58,11 +59,10 @@
         {%- set table_columns = _changelake_described_columns('describe table ' ~ existing) -%}
         {%- if query_columns != table_columns -%}
             {%- set differences = [] -%}
-            {%- for name, type in query_columns.items() if table_columns.get(name) != type -%}
-                {%- do differences.append(name ~ ': ' ~ (table_columns.get(name) or 'not in the table') ~ ' in the table, ' ~ type ~ ' in the query') -%}
-            {%- endfor -%}
-            {%- for name, type in table_columns.items() if name not in query_columns -%}
-                {%- do differences.append(name ~ ': ' ~ type ~ ' in the table, not in the query') -%}
+            {%- for name in ((query_columns.keys() | list) + (table_columns.keys() | list)) | unique
+                if query_columns.get(name) != table_columns.get(name) -%}
+                {%- do differences.append(name ~ ': ' ~ (table_columns.get(name) or 'not') ~ ' in the table, '
+                    ~ (query_columns.get(name) or 'not') ~ ' in the query') -%}
             {%- endfor -%}
             {%- do exceptions.raise_compiler_error(
                 'The source and target schemas on this incremental model are out of sync (on_schema_change: fail): '
