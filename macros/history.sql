@@ -30,9 +30,9 @@
     Compaction (a post-hook, `changelake_compact_history`) writes a base layer: the live frontier
     (one row per key) and the live closed, superseded and truncate rows of the layers since the
     previous base, and of the newest older bases that hold few rows against those (so the bases
-    stay logarithmic in number); the ledger row of kind 'base' makes it visible, rows of kind
-    'retired' retire the bases it merged, and the layers it replaces are dropped once no view
-    names them (the public views name the live layers: _changelake_published_layers). Readers see:
+    stay logarithmic in number), and more while over three bases would stay live; the ledger
+    row of kind 'base' makes it visible, rows of kind 'retired' retire the bases it merged, and
+    the layers it replaces are dropped once no view names them (the public views name the live layers: _changelake_published_layers). Readers see:
     every live base layer's closed, superseded and truncate rows; the newest base layer's
     frontier; every layer committed after the newest base.
 #}
@@ -79,9 +79,26 @@
     starting with them is replaced by Spark's). `batch_id` must reach it as a column of a union,
     not a literal projected over one: Spark folds a literal out of the sort, then finds the
     write's order unmet and sorts again by the partition columns alone.
+
+    Before it, the rows are spread by partition (`_changelake_layer_rebalance`).
 #}
 {% macro _changelake_layer_order() %}
     {{- return('sort by batch_id, part, ' ~ (_changelake_table_id() + ['key_json', 'version_number']) | join(', ')) -}}
+{% endmacro %}
+
+{#
+    purpose: the hint of the select of every write to the history store: its rows spread by
+    partition (batch_id, part) before the write's sort (`_changelake_layer_order`), by Spark's
+    REBALANCE, which adaptive execution sizes: a partition of a small layer goes to one task and
+    is one file, where each task of the query before it wrote a file of every partition; a
+    large one is split into tasks of about `spark.sql.adaptive.advisoryPartitionSizeInBytes`
+    (64 MiB), each sorted. A read of one key opens every file of the partitions it reads: over
+    the store of the benchmark's age runs (four partitions read), one file a partition instead
+    of two took such a read from 0.18 to 0.10 s; copying the store at 1M changes cost the same
+    time either way (13.8 s).
+#}
+{% macro _changelake_layer_rebalance() %}
+    {{- return('/*+ rebalance(batch_id, part) */') -}}
 {% endmacro %}
 
 {#
@@ -889,7 +906,7 @@ final as (
     select {{ columns | join(', ') }}, '{{ invocation_id }}' as batch_id, part from layer_truncates
 )
 
-select
+select {{ _changelake_layer_rebalance() }}
     {{ columns | join(',\n    ') }},
     -- parsed here, once (_changelake_parsed_columns)
     parse_json(key_json) as key,
@@ -1125,7 +1142,12 @@ classified as (
     back, a base is merged while it holds no more non-frontier rows than the deltas and the
     bases merged before it, so each base left holds more than all newer ones together and the
     store keeps a number of bases logarithmic in its versions (a version is copied about
-    log2(versions) times in its life). One ledger insert (a single file) commits the new base
+    log2(versions) times in its life). At most `max_bases` bases stay live: where more would,
+    the next newest ones are merged too. A read of one key's history opens the closed rows of
+    every live base (a file or two each), and each costs the read a fixed ~15-20 ms (in the
+    benchmark's age runs, a read opening 9 partitions took about twice one opening 3); the
+    cap keeps that flat with age, for a merge of the older bases more often (a version is
+    copied once per compaction while it sits in one of the newest bases). One ledger insert (a single file) commits the new base
     (kind 'base') and retires the bases it merged (kind 'retired'); then every partition that
     is no longer live (replaced, or left by a killed run) and that no view names is dropped,
     the rest at the run's end, once the views name the new base.
@@ -1139,11 +1161,11 @@ classified as (
     deltas' keys, broadcast to the scan of the frontier) that about doubles it (0.17-0.21 s
     against 0.07-0.10 s over a 23,000-key frontier), while the compaction takes a second or
     two; over a large frontier a compaction costs more and the second query is a smaller part
-    of a read. The vars `changelake_history_max_layers`, `changelake_history_max_share` and
-    `changelake_history_small_rows` override the three limits (a `small_rows` of 0: no store is
-    small).
+    of a read. The vars `changelake_history_max_layers`, `changelake_history_max_share`,
+    `changelake_history_small_rows` and `changelake_history_max_bases` override the four
+    limits (a `small_rows` of 0: no store is small; `max_bases` is 1 or more).
 #}
-{% macro changelake_compact_history(max_layers=8, max_share=0.2, small_rows=100000) %}
+{% macro changelake_compact_history(max_layers=8, max_share=0.2, small_rows=100000, max_bases=3) %}
     {#- also after a run with nothing new: a compaction a killed run left undone is done then -#}
     {%- if not execute -%}
         {{ return('') }}
@@ -1151,6 +1173,7 @@ classified as (
     {%- set max_layers = var('changelake_history_max_layers', max_layers) -%}
     {%- set max_share = var('changelake_history_max_share', max_share) -%}
     {%- set small_rows = var('changelake_history_small_rows', small_rows) -%}
+    {%- set max_bases = var('changelake_history_max_bases', max_bases) -%}
     {%- set ledger = changelake_ledger_rows(this.identifier) -%}
     {%- set stats -%}
         with live_layers as ({{ _changelake_live_layers(this.identifier) }})
@@ -1175,7 +1198,7 @@ classified as (
     {%- endif -%}
     {%- if due -%}
         {%- set layer = invocation_id ~ '-base' -%}
-        {%- set bases = _changelake_bases_to_merge() -%}
+        {%- set bases = _changelake_bases_to_merge(max_bases) -%}
         {%- set merged = bases.merged -%}
         {%- set key = _changelake_table_id() + ['key_json'] -%}
         {%- set columns = key + _changelake_version_columns() + ['last_position'] + _changelake_parsed_columns() -%}
@@ -1210,11 +1233,14 @@ classified as (
                 from ({{ changelake_history_frontier(this, this.identifier) }}) as frontier
             )
 
-            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, if(is_current, 'frontier', 'ended') as part from frontier
-            union all
-            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
-            union all
-            select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from kept_rows
+            select {{ _changelake_layer_rebalance() }} *
+            from (
+                select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, if(is_current, 'frontier', 'ended') as part from frontier
+                union all
+                select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, 'closed' as part from closed
+                union all
+                select {{ columns | join(', ') }}, '{{ layer }}' as batch_id, part from kept_rows
+            ) as base_rows
             {{ _changelake_layer_order() }}
         {%- endset -%}
         {%- do run_query(compaction) -%}
@@ -1245,9 +1271,16 @@ classified as (
 {#
     purpose: the live bases a compaction due now merges into its new base, newest first (see
     changelake_compact_history), from the non-frontier rows of the live layers; and whether
-    older bases stay live: {'merged': [batch ids], 'older_bases_stay': bool}
+    older bases stay live: {'merged': [batch ids], 'older_bases_stay': bool}. A base is merged
+    while its rows are no more than those merged before it (the deltas' and the newer bases'),
+    and while more than `max_bases` bases would stay live otherwise (the new one counted): the
+    newest ones first, so what a compaction reads stays a suffix of the live layers.
 #}
-{% macro _changelake_bases_to_merge() %}
+{% macro _changelake_bases_to_merge(max_bases) %}
+    {%- if max_bases is not number or max_bases < 1 -%}
+        {{ exceptions.raise_compiler_error(
+            'changelake_history_max_bases must be a whole number of at least 1, not ' ~ max_bases) }}
+    {%- endif -%}
     {%- set query -%}
         select
             live_layers.batch_id,
@@ -1261,21 +1294,26 @@ classified as (
         order by live_layers.committed_at desc
     {%- endset -%}
     {%- set rows = run_query(query).rows -%}
-    {%- set walk = namespace(rows=0, merging=true, bases=0) -%}
+    {%- set walk = namespace(rows=0, merging=true) -%}
     {%- for row in rows if not row[1] -%}
         {%- set walk.rows = walk.rows + row[2] -%}
     {%- endfor -%}
-    {%- set merged = [] -%}
+    {%- set bases = [] -%}
     {%- for row in rows if row[1] -%}
-        {%- set walk.bases = walk.bases + 1 -%}
-        {%- if walk.merging and row[2] <= walk.rows -%}
+        {%- do bases.append(row) -%}
+    {%- endfor -%}
+    {%- set merged = [] -%}
+    {%- for row in bases -%}
+        {#- left unmerged, this base and every older one stay live, beside the new base -#}
+        {%- set staying = (bases | length) - loop.index0 + 1 -%}
+        {%- if walk.merging and (row[2] <= walk.rows or staying > max_bases) -%}
             {%- do merged.append(row[0]) -%}
             {%- set walk.rows = walk.rows + row[2] -%}
         {%- else -%}
             {%- set walk.merging = false -%}
         {%- endif -%}
     {%- endfor -%}
-    {{ return({'merged': merged, 'older_bases_stay': merged | length < walk.bases}) }}
+    {{ return({'merged': merged, 'older_bases_stay': merged | length < bases | length}) }}
 {% endmacro %}
 
 {#

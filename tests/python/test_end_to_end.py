@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -87,10 +88,12 @@ def test_demo_feeds_build_end_to_end(dbt, spark, tmp_path):
 RANDOM_SEED = int(os.environ["CHANGELAKE_TEST_SEED"])
 
 
-# when a build compacts the history store: after every run (a small store's default), at a
-# large store's limits (8 layers, or a fifth of the base's rows), or never
+# when a build compacts the history store: after every run (a small store's default; or
+# merging every older base, one base live), at a large store's limits (8 layers, or a fifth
+# of the base's rows), or never
 COMPACTION = {
     "every run": {},
+    "every run, one base": {"changelake_history_max_bases": 1},
     "large store": {"changelake_history_small_rows": 0},
     "never": {
         "changelake_history_small_rows": 0,
@@ -167,7 +170,10 @@ def test_generated_world_in_batches_matches_its_expected_state(dbt, spark, tmp_p
 
 def check_store_in_key_order(spark, s) -> int:
     """Every file of the history store holds its rows in key order (table, key, version), in
-    more than one row group where it is large; returns the store's row count."""
+    more than one row group where it is large, and each partition is one file (the writes
+    spread their rows by partition: a small store's partition goes to one task, where each
+    task of the fold before the write would write a file of every partition); returns the
+    store's row count."""
     import pyarrow.parquet as pq
 
     location = (
@@ -183,6 +189,8 @@ def check_store_in_key_order(spark, s) -> int:
     ]
     files = sorted(Path(location.removeprefix("file:")).glob("batch_id=*/part=*/*.parquet"))
     assert files
+    per_partition = Counter(file.parent for file in files)
+    assert set(per_partition.values()) == {1}, per_partition
     rows, groups = 0, []
     for file in files:
         parquet = pq.ParquetFile(file)

@@ -426,6 +426,77 @@ def test_compaction_merges_older_bases_and_the_history_equals_a_full_refresh(dbt
     assert history(spark, s) == incremental
 
 
+def live_bases(spark, schema) -> list[str]:
+    """The history store's bases its ledger has not retired, oldest first."""
+    return [
+        r.batch_id
+        for r in spark.sql(
+            f"select batch_id from {schema}.changelake_ledger__int_history_versions as ledger "
+            "where kind = 'base' and batch_id not in (select batch_id from "
+            f"{schema}.changelake_ledger__int_history_versions where kind = 'retired') "
+            "group by batch_id order by min(committed_at)"
+        ).collect()
+    ]
+
+
+@pytest.mark.long(1)
+def test_compaction_keeps_at_most_max_bases_live(dbt, spark, tmp_path):
+    """Bases of falling size, each with more versions than the next, which the merge rule
+    alone keeps (a base is merged while it holds no more versions than those after it): with
+    `changelake_history_max_bases` 2, the third compaction merges the second base too, though
+    it holds more versions than the third run's layer, and leaves the first. A late change
+    then re-folds a key whose closed versions sit in the base that stayed. After every run at
+    most two bases are live and every retired base's partitions are gone from disk; the
+    history equals a full refresh's, and `dbt test` passes on every row."""
+    s = dbt.schema
+    capped = (
+        "{changelake_history_max_layers: 1, changelake_history_max_share: 1000, "
+        "changelake_history_small_rows: 0, changelake_history_max_bases: 2}"
+    )
+
+    def updates(key, first_lsn, count):
+        # a create, then `count` updates: `count` closed versions and an open one
+        return [message(first_lsn, "c", key, None, row(key, 0))] + [
+            message(first_lsn + 2 * n, "u", key, None, row(key, n)) for n in range(1, count + 1)
+        ]
+
+    # closed versions per run: 20 (the first build's base), 8, 3
+    for run, (key, count) in enumerate([(1, 20), (2, 8), (3, 3)], 1):
+        land(dbt, tmp_path, f"b{run}.jsonl", updates(key, 100 * run, count))
+        dbt("run", "--select", "+int_history_versions", "--vars", capped)
+        bases = live_bases(spark, s)
+        if run == 2:
+            # the first base (20 versions) holds more than the layer (8): both stay
+            assert len(bases) == 2, bases
+            second = bases[1]
+    # the merge rule alone leaves the second base (8 versions against the layer's 3): three
+    # bases would stay; the cap merged it into the third
+    assert len(bases) == 2, bases
+    assert second not in bases
+    retired = {
+        r.batch_id
+        for r in spark.sql(
+            f"select batch_id from {s}.changelake_ledger__int_history_versions "
+            "where kind = 'retired'"
+        ).collect()
+    }
+    assert second in retired
+
+    # late: between key 1's first two versions, which sit in the first base
+    land(dbt, tmp_path, "b4.jsonl", [message(101, "u", 1, None, row(1, "late"))])
+    dbt("build", "--vars", capped)
+    assert len(live_bases(spark, s)) <= 2
+    on_disk = {spec.split("/")[0] for spec in partitions(spark, s) if "-base" in spec}
+    assert on_disk <= set(live_bases(spark, s)), on_disk
+    incremental = history(spark, s)
+    key_1 = [v[2]["v"] for v in incremental if v[0] == '{"id":1}']
+    assert key_1[:3] == ["1-0", "1-late", "1-1"], key_1
+    assert len(key_1) == 22
+    dbt("test")
+    dbt("run", "--full-refresh")
+    assert history(spark, s) == incremental
+
+
 def test_a_store_with_few_live_keys_is_compacted_every_run_however_old(dbt, spark, tmp_path):
     """Whether a run compacts by size goes by the current state, not the store's age: two keys
     with sixty versions between them, and `small_rows` 10. Each run that changes them leaves
