@@ -92,10 +92,11 @@
     REBALANCE, which adaptive execution sizes: a partition of a small layer goes to one task and
     is one file, where each task of the query before it wrote a file of every partition; a
     large one is split into tasks of about `spark.sql.adaptive.advisoryPartitionSizeInBytes`
-    (64 MiB), each sorted. A read of one key opens every file of the partitions it reads: over
-    the store of the benchmark's age runs (four partitions read), one file a partition instead
-    of two took such a read from 0.18 to 0.10 s; copying the store at 1M changes cost the same
-    time either way (13.8 s).
+    (64 MiB), each sorted (with `spark.sql.adaptive.enabled`, Spark's default: without it, a
+    partition is one task whatever its size). A read of one key opens every file of the
+    partitions it reads: over the store of the benchmark's age runs (four partitions read),
+    one file a partition instead of two took such a read from 0.18 to 0.10 s; copying the
+    store at 1M changes cost the same time either way (13.8 s).
 #}
 {% macro _changelake_layer_rebalance() %}
     {{- return('/*+ rebalance(batch_id, part) */') -}}
