@@ -32,9 +32,10 @@
     previous base, and of the newest older bases that hold few rows against those (so the bases
     stay logarithmic in number), and more while over three bases would stay live; the ledger
     row of kind 'base' makes it visible, rows of kind 'retired' retire the bases it merged, and
-    the layers it replaces are dropped once no view names them (the public views name the live layers: _changelake_published_layers). Readers see:
-    every live base layer's closed, superseded and truncate rows; the newest base layer's
-    frontier; every layer committed after the newest base.
+    the layers it replaces are dropped once no view names them (the public views name the live
+    layers: _changelake_published_layers). Readers see: every live base layer's closed,
+    superseded and truncate rows; the newest base layer's frontier; every layer committed after
+    the newest base.
 #}
 
 {# purpose: the parts holding the frontier: the open last versions, and the closed ones #}
@@ -1147,8 +1148,8 @@ classified as (
     the next newest ones are merged too. A read of one key's history opens the closed rows of
     every live base (a file or two each), and each costs the read a fixed ~15-20 ms (in the
     benchmark's age runs, a read opening 9 partitions took about twice one opening 3); the
-    cap keeps that flat with age, for a merge of the older bases more often (a version is
-    copied once per compaction while it sits in one of the newest bases). One ledger insert (a single file) commits the new base
+    cap keeps that flat with age, and costs copies: a base the rule above would keep is
+    merged once the cap is reached. One ledger insert (a single file) commits the new base
     (kind 'base') and retires the bases it merged (kind 'retired'); then every partition that
     is no longer live (replaced, or left by a killed run) and that no view names is dropped,
     the rest at the run's end, once the views name the new base.
@@ -1280,7 +1281,7 @@ classified as (
 {% macro _changelake_bases_to_merge(max_bases) %}
     {%- if max_bases is not number or max_bases < 1 -%}
         {{ exceptions.raise_compiler_error(
-            'changelake_history_max_bases must be a whole number of at least 1, not ' ~ max_bases) }}
+            'changelake_history_max_bases must be a number of at least 1, not ' ~ max_bases) }}
     {%- endif -%}
     {%- set query -%}
         select
