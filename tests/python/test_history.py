@@ -445,9 +445,10 @@ def test_compaction_keeps_at_most_max_bases_live(dbt, spark, tmp_path):
     alone keeps (a base is merged while it holds no more versions than those after it): with
     `changelake_history_max_bases` 2, the third compaction merges the second base too, though
     it holds more versions than the third run's layer, and leaves the first. A late change
-    then re-folds a key whose closed versions sit in the base that stayed. After every run at
-    most two bases are live and every retired base's partitions are gone from disk; the
-    history equals a full refresh's, and `dbt test` passes on every row."""
+    then re-folds a key whose closed versions sit in the base that stayed. Two bases are live
+    after the second and third runs and at most two after the late one, when every retired
+    base's partitions are gone from disk; the history equals a full refresh's, and `dbt test`
+    passes on every row."""
     s = dbt.schema
     capped = (
         "{changelake_history_max_layers: 1, changelake_history_max_share: 1000, "
