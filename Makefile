@@ -1,7 +1,7 @@
 # ChangeLake front door. Every target sets up what it needs first.
 #   make demo   land demo data and build every model on embedded Spark, printing what it built
 #   make test   the whole test suite, as CI runs it: pytest, sqlfluff, ruff
-#   make bench  the benchmark at 1M changes (BENCH_ARGS="--large" for 10M), tables into README.md
+#   make bench  the benchmark at 1M changes (BENCH_ARGS="--large" for 10M), writes docs/benchmark.md
 #   make setup  only create/refresh the virtual environment
 #   make browser  install Debian's chromium for the docs-site test, when missing (root + apt-get)
 
@@ -36,7 +36,7 @@ demo: setup
 	$(BIN)/changelake demo
 
 bench: setup
-	$(BIN)/changelake bench --write-readme $(BENCH_ARGS)
+	$(BIN)/changelake bench --write-docs $(BENCH_ARGS)
 
 pytest: setup
 	$(BIN)/pytest -n $(TEST_WORKERS) --maxschedchunk 1

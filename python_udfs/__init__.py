@@ -13,95 +13,10 @@ register_udfs(spark)
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
 from typing import Any
 
-from python_udfs import canal, dataworks, debezium, dtle, maxwell, ogg, tencent
-from python_udfs.layout import FIELD_NAMES, FIELDS, SPARK_SCHEMA, conform, error_record
-
-Headers = Sequence[tuple[str, "str | None"]] | None
-Decoder = Callable[..., list[dict[str, Any]]]
-
-_DECODERS: dict[str, Decoder] = {
-    "debezium": debezium.decode,
-    "dtle_ddl": dtle.decode,
-    "dataworks": dataworks.decode,
-    "tencent": tencent.decode,
-    "canal": canal.decode,
-    "maxwell": maxwell.decode,
-    "ogg": ogg.decode,
-}
-
-ENVELOPE_FORMATS: tuple[str, ...] = tuple(sorted(_DECODERS))
-
-
-def decode(
-    envelope_format: str, key: str | None, value: str | None, headers: Headers = None
-) -> list[dict[str, Any]]:
-    """Decode one Kafka record of ``envelope_format`` into common-layout records.
-
-    ``envelope_format`` is a name from :data:`ENVELOPE_FORMATS`, optionally followed by
-    options: ``"tencent;time_zone=UTC"``. Never raises: an unknown format or an undecodable
-    record gives one record whose ``decode_error`` says why.
-    """
-    name = parse_format(str(envelope_format))[0]
-    return conform(decode_unchecked(envelope_format, key, value, headers), name)
-
-
-def decode_unchecked(
-    envelope_format: str, key: str | None, value: str | None, headers: Headers = None
-) -> list[dict[str, Any]]:
-    """:func:`decode` without the final check of every field's type against the layout: the
-    Spark UDF leaves that check to Arrow's conversion and runs it only when that fails."""
-    name, decoder, options = _resolved(str(envelope_format))
-    if decoder is None:
-        return [
-            error_record(
-                name,
-                f"unknown envelope format {name!r}; known: {', '.join(ENVELOPE_FORMATS)}",
-            )
-        ]
-    problem = _headers_problem(headers)
-    if problem:
-        return [error_record(name, problem)]
-    return decoder(key, value, list(headers) if headers else None, options)
-
-
-@functools.lru_cache(maxsize=256)
-def _resolved(envelope_format: str) -> tuple[str, Decoder | None, dict[str, str]]:
-    """The format's name, its decoder (None if unknown) and options, worked out once per text
-    (a feed sends one format text with every record). The options are read, never changed."""
-    name, options = parse_format(envelope_format)
-    return name, _DECODERS.get(name), options
-
-
-def _headers_problem(headers: Any) -> str | None:
-    """Why ``headers`` is not a sequence of (name, value) text pairs, or None."""
-    if headers is None:
-        return None
-    if isinstance(headers, (str, bytes, dict)) or not isinstance(headers, Sequence):
-        return f"headers are not a list of (name, value) pairs: {type(headers).__name__}"
-    for pair in headers:
-        if (
-            not isinstance(pair, (tuple, list))
-            or len(pair) != 2
-            or not isinstance(pair[0], str)
-            or not (pair[1] is None or isinstance(pair[1], str))
-        ):
-            return f"a header is not a (name, value) pair of text: {str(pair)[:60]!r}"
-    return None
-
-
-def parse_format(text: str) -> tuple[str, dict[str, str]]:
-    """Split ``"name;key=value;..."`` into the format name and its options."""
-    name, *parts = text.split(";")
-    options = {}
-    for part in parts:
-        option, _, setting = part.partition("=")
-        if option.strip():
-            options[option.strip()] = setting.strip()
-    return name.strip(), options
+from python_udfs.layout import FIELD_NAMES, FIELDS, SPARK_SCHEMA
+from python_udfs.registry import ENVELOPE_FORMATS, decode, decode_unchecked, parse_format
 
 
 def register_udfs(spark: Any) -> list[str]:
@@ -117,6 +32,7 @@ __all__ = [
     "FIELD_NAMES",
     "SPARK_SCHEMA",
     "decode",
+    "decode_unchecked",
     "parse_format",
     "register_udfs",
 ]

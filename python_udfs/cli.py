@@ -12,7 +12,7 @@
 ``changelake land FEED PATH... [--landing-root ROOT]``
     Copy landed files (or every file of a folder) into a feed's landing folder, atomically:
     each file is written under a hidden name and renamed, so a run never reads half a file.
-``changelake bench [--events N | --large] [--rounds R] [--write-readme]``
+``changelake bench [--events N | --large] [--rounds R] [--write-docs]``
     The benchmark: decode UDF vs native Spark, end to end, incremental, memory (see
     :mod:`python_udfs.bench`).
 ``changelake models [--vars '{changelake_demo: false}']``

@@ -35,13 +35,12 @@ A typed table entry (name: settings); its models are typed_<name>_history and _c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
-from python_udfs import runtime
+from python_udfs.base import ChangeLakeError
 
 CONFIG = Path("seeds") / "changelake.yml"
 DEMO_CONFIG = Path("seeds") / "demo" / "changelake_demo.yml"
@@ -92,19 +91,19 @@ def load_config(home: Path, demo: bool) -> dict[str, dict[str, Any]]:
         doc = yaml.safe_load((home / path).read_text()) or {}
         unknown = set(doc) - set(merged)
         if unknown:
-            raise runtime.ChangeLakeError(
+            raise ChangeLakeError(
                 f"{path}: unknown section {sorted(unknown)[0]!r}; sections: feeds, typed_tables"
             )
         for section, allowed in (("feeds", FEED_KEYS), ("typed_tables", TYPED_KEYS)):
             for name, entry in (doc.get(section) or {}).items():
                 where = f"{path}: {section}.{name}"
                 if not isinstance(entry, dict):
-                    raise runtime.ChangeLakeError(f"{where} must be a mapping of settings")
+                    raise ChangeLakeError(f"{where} must be a mapping of settings")
                 if name in merged[section]:
-                    raise runtime.ChangeLakeError(f"{where} is configured twice")
+                    raise ChangeLakeError(f"{where} is configured twice")
                 extra = set(entry) - allowed
                 if extra:
-                    raise runtime.ChangeLakeError(
+                    raise ChangeLakeError(
                         f"{where}: unknown setting {sorted(extra)[0]!r}; "
                         f"settings: {', '.join(sorted(allowed))}"
                     )
@@ -112,11 +111,9 @@ def load_config(home: Path, demo: bool) -> dict[str, dict[str, Any]]:
     for name, entry in merged["typed_tables"].items():
         for required in ("feed", "source_table", "key", "columns"):
             if not entry.get(required):
-                raise runtime.ChangeLakeError(f"typed_tables.{name}: {required} is required")
+                raise ChangeLakeError(f"typed_tables.{name}: {required} is required")
         if entry["feed"] not in merged["feeds"]:
-            raise runtime.ChangeLakeError(
-                f"typed_tables.{name}: feed {entry['feed']!r} is not configured"
-            )
+            raise ChangeLakeError(f"typed_tables.{name}: feed {entry['feed']!r} is not configured")
     return merged
 
 
@@ -124,22 +121,41 @@ def _marked_sql(comment: str, body: str) -> str:
     return f"{{#- {MARK}.\n    {comment} -#}}\n{body}\n"
 
 
-def _yaml(value: Any) -> str:
-    """A YAML scalar or flow collection on one line (JSON is YAML)."""
-    return json.dumps(value, ensure_ascii=False)
+class _Dumper(yaml.SafeDumper):
+    """YAML as dbt projects write it: keys in the order given, lists indented under their key,
+    a list shared by several models written once with a named anchor (``anchors``)."""
+
+    anchor_names: ClassVar[dict[int, str]] = {}
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+    def generate_anchor(self, node: Any) -> str:
+        return self.anchor_names.get(id(node)) or super().generate_anchor(node)
 
 
-def _folded(text: str, indent: int) -> list[str]:
-    """``description: >`` with ``text`` folded into lines of at most 100 characters."""
-    pad = " " * indent
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(pad) + len(line) + 1 + len(word) > 100:
-            lines.append(pad + line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return [*lines, pad + line] if line else lines
+def _dump_yaml(
+    data: dict[str, Any], comments: list[str], anchors: dict[str, Any] | None = None
+) -> str:
+    """``data`` as a YAML file headed by the generated mark and ``comments``; each list of
+    ``anchors`` ({name: list}) that appears more than once is written once as ``&name``."""
+
+    class Dumper(_Dumper):
+        pass
+
+    Dumper.anchor_names = {}
+    representer = Dumper.represent_sequence
+
+    def sequence(dumper: Any, value: list[Any]) -> Any:
+        node = representer(dumper, "tag:yaml.org,2002:seq", value)
+        for name, shared in (anchors or {}).items():
+            if value is shared:
+                Dumper.anchor_names[id(node)] = name
+        return node
+
+    Dumper.add_representer(list, sequence)
+    text = yaml.dump(data, Dumper=Dumper, sort_keys=False, width=100, allow_unicode=True)
+    return "\n".join(f"# {line}" for line in [f"{MARK}.", *comments]) + "\n" + text
 
 
 def render(config: dict[str, dict[str, Any]]) -> dict[Path, str]:
@@ -195,60 +211,56 @@ def _sql_text(text: str) -> str:
 
 
 def _sources_yml(feeds: dict[str, dict[str, Any]]) -> str:
-    lines = [
-        f"# {MARK}.",
-        "# The landing source: one table per configured feed (an external text table over its",
-        "# folder, created by the on-run-start hook). See seeds/changelake.yml for the settings.",
-        "version: 2",
-        "",
-        "sources:",
-        "  - name: landing",
-        "    description: '{{ doc(\"landing_source\") }}'",
-        '    schema: "{{ target.schema }}"',
-        "    loaded_at_field: _metadata.file_modification_time",
-        "    freshness:",
-        "      warn_after: {count: 1, period: hour}",
-        "      error_after: {count: 24, period: hour}",
-        "    tables:" + ("" if feeds else " []"),
+    raw_columns = [
+        {
+            "name": "value",
+            "description": "One line of a landed file: one Kafka record (a kcat JSON line or a "
+            "Connect sink file's value); a .gz file's lines, inflated.",
+        }
     ]
-    for i, (feed, entry) in enumerate(feeds.items()):
+    tables = []
+    for feed, entry in feeds.items():
         meta = {k: entry[k] for k in ("envelope_format", "shape", "path", "glob") if k in entry}
         if entry.get("key_columns"):
             meta["key_columns"] = entry["key_columns"]
-        lines += [
-            f"      - name: {feed}",
-            f"        identifier: raw_{feed}",
-            "        description: >",
-            *_folded(entry.get("description") or f"The {feed} feed.", 10),
-            f"        meta: {_yaml(meta)}",
-        ]
-        if i == 0:
-            lines += [
-                "        columns: &raw_columns",
-                "          - name: value",
-                "            description: >",
-                "              One line of a landed file: one Kafka record (a kcat JSON line or a",
-                "              Connect sink file's value); a .gz file's lines, inflated.",
-            ]
-        else:
-            lines.append("        columns: *raw_columns")
-    return "\n".join(lines) + "\n"
+        tables.append(
+            {
+                "name": feed,
+                "identifier": f"raw_{feed}",
+                "description": entry.get("description") or f"The {feed} feed.",
+                "meta": meta,
+                "columns": raw_columns,
+            }
+        )
+    source = {
+        "name": "landing",
+        "description": '{{ doc("landing_source") }}',
+        "schema": "{{ target.schema }}",
+        "loaded_at_field": "_metadata.file_modification_time",
+        "freshness": {
+            "warn_after": {"count": 1, "period": "hour"},
+            "error_after": {"count": 24, "period": "hour"},
+        },
+        "tables": tables,
+    }
+    comments = [
+        "The landing source: one table per configured feed (an external text table over its",
+        "folder, created by the on-run-start hook). See seeds/changelake.yml for the settings.",
+    ]
+    return _dump_yaml({"version": 2, "sources": [source]}, comments, {"raw_columns": raw_columns})
 
 
 def _per_feed_yml(feeds: dict[str, Any], model: str, description: str, anchor: str) -> str:
-    columns = (TEMPLATES / f"{anchor}.yml").read_text()
-    lines = [f"# {MARK}.", "version: 2", "", "models:" + ("" if feeds else " []")]
-    for i, feed in enumerate(feeds):
-        lines += [
-            f"  - name: {model.format(feed=feed)}",
-            "    description: >",
-            *_folded(description.format(feed=feed), 6),
-        ]
-        if i == 0:
-            lines += [f"    columns: &{anchor}", columns.rstrip("\n")]
-        else:
-            lines.append(f"    columns: *{anchor}")
-    return "\n".join(lines) + "\n"
+    columns = yaml.safe_load((TEMPLATES / f"{anchor}.yml").read_text())
+    models = [
+        {
+            "name": model.format(feed=feed),
+            "description": description.format(feed=feed),
+            "columns": columns,
+        }
+        for feed in feeds
+    ]
+    return _dump_yaml({"version": 2, "models": models}, [], {anchor: columns})
 
 
 SCD2_COLUMNS = {
@@ -267,13 +279,7 @@ CURRENT_COLUMNS = ("key_json", "opening_change_id", "valid_from_position", "vali
 
 
 def _typed_yml(typed: dict[str, dict[str, Any]]) -> str:
-    lines = [
-        f"# {MARK}.",
-        "# Per-table typed history and current state, one entry of seeds/changelake.yml each.",
-        "version: 2",
-        "",
-        "models:" + ("" if typed else " []"),
-    ]
+    models = []
     for name, entry in typed.items():
         table, feed = entry["source_table"], entry["feed"]
         own = {
@@ -287,50 +293,59 @@ def _typed_yml(typed: dict[str, dict[str, Any]]) -> str:
         current = entry.get("current_description") or (
             f"One row per live row of {table} from the {feed} feed, typed."
         )
-        lines += [
-            f"  - name: typed_{name}_history",
-            "    description: >",
-            *_folded(history, 6),
-            "    data_tests:",
-            "      - scd2_rules:",
-            "          arguments:",
-            "            partition_by: [key_json]",
-            "      # warns naming the source columns this entry does not list (added by DDL)",
-            "      - typed_columns_cover_the_source:",
-            "          arguments:",
-            f"            feed: {_yaml(feed)}",
-            f"            source_table: {_yaml(table)}",
-            f"            columns: [{', '.join(_yaml(c) for c in entry['columns'])}]",
-            "    columns:",
-        ]
-        for column, text in [*SCD2_COLUMNS.items(), *own.items()]:
-            lines += [f"      - name: {_yaml(column)}", f"        description: {_yaml(text)}"]
-        compared = ["opening_change_id", "valid_from_position", "valid_from", *entry["columns"]]
-        lines += [
-            "",
-            f"  - name: typed_{name}_current",
-            "    description: >",
-            *_folded(current, 6),
-            # read from the history store's frontier, not from the typed history: every
-            # column of each row against the typed history's open version of its key
-            "    data_tests:",
-            "      - equals_open_versions:",
-            f"          name: typed_{name}_current_equals_open_versions",
-            "          arguments:",
-            f"            history: ref('typed_{name}_history')",
-            "            partition_by: [key_json]",
-            f"            columns: [{', '.join(_yaml(c) for c in compared)}]",
-            "    columns:",
-        ]
         current_columns = {c: SCD2_COLUMNS[c] for c in CURRENT_COLUMNS}
         current_columns["key_json"] = "The primary key as a JSON object (text), as in cdc_current."
         current_columns["opening_change_id"] = (
             "change_id (cdc_change_log) of the change that opened the current version."
         )
-        for column, text in [*current_columns.items(), *own.items()]:
-            lines += [f"      - name: {_yaml(column)}", f"        description: {_yaml(text)}"]
-        lines.append("")
-    return "\n".join(lines).rstrip("\n") + "\n"
+        compared = ["opening_change_id", "valid_from_position", "valid_from", *entry["columns"]]
+        models += [
+            {
+                "name": f"typed_{name}_history",
+                "description": history,
+                "data_tests": [
+                    {"scd2_rules": {"arguments": {"partition_by": ["key_json"]}}},
+                    # warns naming the source columns this entry does not list (added by DDL)
+                    {
+                        "typed_columns_cover_the_source": {
+                            "arguments": {
+                                "feed": feed,
+                                "source_table": table,
+                                "columns": list(entry["columns"]),
+                            }
+                        }
+                    },
+                ],
+                "columns": _described({**SCD2_COLUMNS, **own}),
+            },
+            {
+                "name": f"typed_{name}_current",
+                "description": current,
+                # read from the history store's frontier, not from the typed history: every
+                # column of each row against the typed history's open version of its key
+                "data_tests": [
+                    {
+                        "equals_open_versions": {
+                            "name": f"typed_{name}_current_equals_open_versions",
+                            "arguments": {
+                                "history": f"ref('typed_{name}_history')",
+                                "partition_by": ["key_json"],
+                                "columns": compared,
+                            },
+                        }
+                    }
+                ],
+                "columns": _described({**current_columns, **own}),
+            },
+        ]
+    comments = [
+        "Per-table typed history and current state, one entry of seeds/changelake.yml each."
+    ]
+    return _dump_yaml({"version": 2, "models": models}, comments)
+
+
+def _described(columns: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": name, "description": text} for name, text in columns.items()]
 
 
 def _typed_history_call(entry: dict[str, Any]) -> str:

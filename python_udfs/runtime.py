@@ -29,38 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from python_udfs.base import ChangeLakeError, project_dir, state_dir
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PROFILE_NAME = "changelake"
 MIN_JAVA = 17
-STATE_DIR = ".changelake"
-
-
-class ChangeLakeError(RuntimeError):
-    """A setup problem the user can fix; its message says what and how."""
-
-
-def project_dir() -> Path:
-    """Return the dbt project root: ``CHANGELAKE_HOME`` if set, else the package's parent."""
-    env = os.environ.get("CHANGELAKE_HOME")
-    if env:
-        return Path(env).resolve()
-    return Path(__file__).resolve().parent.parent
-
-
-def state_dir(home: Path | None = None) -> Path:
-    """Return (and create) the folder holding metastore, warehouse, landing files and logs.
-
-    ``CHANGELAKE_STATE_DIR`` if set (tests point it at a temporary folder), else
-    ``<project>/.changelake``, which git ignores.
-    """
-    env = os.environ.get("CHANGELAKE_STATE_DIR")
-    path = Path(env).resolve() if env else (home or project_dir()) / STATE_DIR
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 LOG_FILE = Path("logs") / "changelake.log"
 
 

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from python_udfs.layout import SPARK_SCHEMA
+from python_udfs.registry import decode_unchecked, header_pairs, parse_format
 
 UDF_NAMES = (
     "changelake_decode",
@@ -32,12 +33,6 @@ UDF_NAMES = (
     "changelake_line_in_block",
     "changelake_gzip_lines",
 )
-
-
-def _pairs(headers: list[str | None] | None) -> list[tuple[str, str | None]] | None:
-    if not headers:
-        return None
-    return [(str(headers[i]), headers[i + 1]) for i in range(0, len(headers) - 1, 2)]
 
 
 def decode_batch(
@@ -53,12 +48,11 @@ def decode_batch(
     back in one ``pa.array`` call, whose conversion runs in pyarrow's C++ rather than per
     value in Python (about 1.5x the throughput of a row-at-a-time Arrow UDF here).
     """
-    from python_udfs import decode_unchecked
-
     with _without_cycle_collection():
         formats, *rest = (a.to_pylist() for a in (envelope_format, key, value, headers))
         decoded = [
-            decode_unchecked(f, k, v, _pairs(h)) for f, k, v, h in zip(formats, *rest, strict=True)
+            decode_unchecked(f, k, v, header_pairs(h))
+            for f, k, v, h in zip(formats, *rest, strict=True)
         ]
         try:
             return pa.array(decoded, type=arrow_type)
@@ -89,7 +83,6 @@ def _conformed(
 ) -> list[list[dict[str, Any]]]:
     """Each Kafka record's decoded records, or its one error record where a field does not
     have its layout type (or, failing that check, Arrow cannot convert them)."""
-    from python_udfs import parse_format
     from python_udfs.layout import conform, error_record
 
     out = []

@@ -31,11 +31,31 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["CHANGELAKE_TEST_SEED"] = str(seed)
 
 
+# what the tests of each folder may use: unit/ runs without Spark, spark/ starts a session,
+# dbt/ runs dbt (most of them on that session); a test's folder gives its marker
+FOLDER_MARKERS = {"unit": None, "spark": "spark", "dbt": "dbt"}
+NEEDS_SPARK = {"spark", "dbt", "dbt_targets"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``long(minutes)`` first, longest first (``minutes``: about what the test
+    """Each test marked by its folder (``-m "not spark and not dbt"`` is the unit tests), and a
+    unit test asking for a Spark session refused at collection.
+
+    Then tests marked ``long(minutes)`` first, longest first (``minutes``: about what the test
     takes alone): parallel workers take them in turn and end on short tests together, rather
     than one worker ending on a long test alone. (`make test` hands tests out one at a time,
     `--maxschedchunk 1`: in larger chunks, the first worker would get every long test.)"""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if PROJECT / "python_udfs" in path.parents:
+            continue  # the package's doctests: pure, like unit/
+        folder = path.relative_to(Path(__file__).resolve().parent).parts[0]
+        if folder not in FOLDER_MARKERS:
+            raise pytest.UsageError(f"{path}: a test belongs in unit/, spark/ or dbt/")
+        if FOLDER_MARKERS[folder]:
+            item.add_marker(FOLDER_MARKERS[folder])
+        elif NEEDS_SPARK & set(getattr(item, "fixturenames", ())):
+            raise pytest.UsageError(f"{item.nodeid}: a unit test cannot use a Spark session")
 
     def minutes(item: pytest.Item) -> int:
         mark = item.get_closest_marker("long")

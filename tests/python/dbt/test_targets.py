@@ -23,10 +23,8 @@ from python_udfs import runtime
 CHANGELAKE = Path(sys.executable).parent / "changelake"
 SPARK_HOME = Path(pyspark.__file__).parent
 SAMPLE = (
-    Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
+    Path(__file__).resolve().parents[3] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
 )
-
-pytestmark = pytest.mark.dbt
 
 
 def _free_port() -> int:

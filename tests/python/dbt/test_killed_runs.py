@@ -23,11 +23,10 @@ from pathlib import Path
 import pytest
 from conftest import dbt_target_path
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 CHANGELAKE = Path(sys.executable).parent / "changelake"
 DEMO = PROJECT / "python_udfs" / "demo_data" / "landing"
 
-pytestmark = pytest.mark.dbt
 
 # what each query reads, and from which public model
 QUERIES = {

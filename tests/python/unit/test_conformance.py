@@ -18,7 +18,7 @@ import pytest
 
 from python_udfs import decode
 
-FIXTURES = Path(__file__).parent / "fixtures" / "conformance"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "conformance"
 PRODUCT = json.loads((FIXTURES / "product_changelog.json").read_text())["full"]
 # The Debezium and GoldenGate data sets of Flink's tests end with the delete of 111.
 PRODUCT_SHORT = PRODUCT[: PRODUCT.index("-D(111,scooter,Big 2-wheel scooter ,5.17)") + 1]
@@ -91,7 +91,7 @@ def messages(path: Path) -> list[str]:
     return [text]
 
 
-ROOT = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+ROOT = Path(__file__).resolve().parents[4] / "shared" / "conformance"
 FILES = (
     sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and p.suffix != ".md")
     if ROOT.is_dir()

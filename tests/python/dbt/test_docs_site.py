@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.dbt
-
 
 def chromium() -> str:
     for name in ("chromium", "chromium-browser"):

@@ -21,15 +21,14 @@ from conftest import tables_scanned
 
 from python_udfs import decode
 
-PROJECT = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).parent / "fixtures"
+PROJECT = Path(__file__).resolve().parents[3]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEEDS = {c["name"]: c for c in json.loads((FIXTURES / "seeds" / "cases.json").read_text())}
 FORMAT_CASES = {
     c["name"]: c
     for c in map(json.loads, (FIXTURES / "formats" / "cases.jsonl").read_text().splitlines())
 }
 
-pytestmark = pytest.mark.dbt
 
 FEED_FORMATS = {
     "pg_inventory": "debezium",

@@ -10,7 +10,7 @@ import pytest
 
 from python_udfs.layout import docs_markdown
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 
 
 def test_layout_docs_are_generated_from_the_layout():

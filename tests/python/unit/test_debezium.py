@@ -14,7 +14,9 @@ CASES = {
     c["name"]: c
     for c in map(
         json.loads,
-        (Path(__file__).parent / "fixtures" / "debezium" / "cases.jsonl").read_text().splitlines(),
+        (Path(__file__).parents[1] / "fixtures" / "debezium" / "cases.jsonl")
+        .read_text()
+        .splitlines(),
     )
 }
 UTC = dt.timezone.utc

@@ -21,7 +21,7 @@ from python_udfs import decode, values
 from python_udfs.generator import FEEDS, batch_folders, generate
 from python_udfs.scd2 import versions
 
-HOME = Path(__file__).resolve().parents[2]
+HOME = Path(__file__).resolve().parents[3]
 SOURCES = HOME / "models" / "staging" / "landing" / "_landing__sources.yml"
 CONNECT_NAME = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<offset>\d+)\.json(\.gz)?$")
 

@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import tables_scanned
 
-pytestmark = pytest.mark.dbt
-
 TOPIC = "pg.public.items"
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from python_udfs import FIELD_NAMES, decode
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 CASES = json.loads((FIXTURES / "seeds" / "cases.json").read_text())
 FORMAT_CASES = [
     json.loads(line) for line in (FIXTURES / "formats" / "cases.jsonl").read_text().splitlines()

@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.dbt
-
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 T0 = 1_767_600_000_000  # 2026-01-05 08:00 UTC, in ms
 
 

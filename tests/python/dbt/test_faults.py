@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.dbt
-
 RESENT = 4  # the last records of every landed file, sent again after a restart
 NEW_OFFSETS = 1_000_000  # where the restarted connector's records land in each partition
 SINK_NAME = re.compile(r"(.+)[+](\d+)[+](\d+)[.]json[.]gz$")
@@ -558,7 +556,7 @@ def _ddl_of(spark, statements: list[str], relation: str) -> list[str]:
 
 def _land_demo_pg(dbt) -> None:
     """Land the demo's PostgreSQL feed (one kcat file of 8 records)."""
-    demo = Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing"
+    demo = Path(__file__).resolve().parents[3] / "python_udfs" / "demo_data" / "landing"
     for file in (demo / "pg_inventory").iterdir():
         dbt.land("pg_inventory", file)
 

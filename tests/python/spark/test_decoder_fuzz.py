@@ -26,7 +26,7 @@ from python_udfs import decode
 from python_udfs.layout import SPARK_SCHEMA, nonconforming
 from python_udfs.spark_udfs import decode_batch
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 FULL = os.environ.get("CHANGELAKE_FUZZ") == "full"
 
 

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.dbt
-
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 CONFIG = Path("seeds") / "demo" / "changelake_demo.yml"
 
 

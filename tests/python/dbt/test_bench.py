@@ -1,18 +1,19 @@
 """The benchmark as a smoke test: every measurement runs at a small size and renders its
-tables into a README copy. Times are printed, never asserted."""
+page and results file into a docs copy. Times are printed, never asserted."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from python_udfs import bench
+from python_udfs.bench import cli, large
+from python_udfs.bench import decode as bench_decode
 from python_udfs.generator import FEEDS
-
-pytestmark = pytest.mark.dbt
 
 
 @pytest.mark.long(8)
@@ -45,14 +46,16 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert all(f["compressed_bytes"] > 0 for f in large if f["shape"] == "sink.gz")
     assert all(f["heap_live"] > 0 for f in large)
     assert all(f["landed_counted"] == f["records"] for f in large)
-    table = bench.render(results)
-    print(table)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{bench.README_START}\nreplaced table\n{bench.README_END}\n\nafter\n")
-    bench.write_readme(readme, table)
-    text = readme.read_text()
-    assert "replaced table" not in text
-    assert text.endswith(f"{bench.README_END}\n\nafter\n")
+    results["commit"] = "abc1234"
+    docs = tmp_path / "docs"
+    kept = cli.write_results(docs, results)
+    assert kept == docs / "benchmark" / f"{results['date']}-abc1234.json"
+    cli.show_page(json.loads(kept.read_text()), docs, True, kept)
+    text = (docs / "benchmark.md").read_text()
+    print(text)
+    assert text.startswith("# Benchmark\n")
+    assert f"from `{kept.name}` (commit `abc1234`)" in text
+    assert "## Method" in text
     assert "| ChangeLake UDF" in text
     assert "| transfer: to the Python worker and back, no decoding |" in text
     assert "| the whole batch, as the UDF runs it |" in text
@@ -100,7 +103,7 @@ def test_a_1_gib_landed_file_of_each_shape_decodes_with_lines_and_offsets_exact(
     every line once, each with its line number and its offset, and no record quarantined; the
     accounting test's count of its lines, in the same memory, is its number of records. The
     live heap's growth with the file is measured by the benchmark, not asserted here."""
-    results = bench.large_file_bench(spark, tmp_path, (2**30,), live=False)
+    results = large.large_file_bench(spark, tmp_path, (2**30,), live=False)
     assert [f["shape"] for f in results] == ["kcat", "sink", "sink.gz"]
     for f in results:
         assert f["bytes"] >= 2**30
@@ -123,7 +126,7 @@ def test_native_decode_gives_the_udf_values(spark, tmp_path, schemas):
     generate(out, events=400, keys=10, batches=1, feeds=["pg_inventory"])
     files = sorted(str(p) for p in out.glob("batch-*/pg_inventory/pg_server.public.*"))
     if not schemas:
-        files = bench.schemaless_lines(spark, files, tmp_path / "schemaless")
+        files = bench_decode.schemaless_lines(spark, files, tmp_path / "schemaless")
         records = [json.loads(line) for f in files for line in Path(f).read_text().splitlines()]
         assert sum('"after"' in (r.get("payload") or "") for r in records) > 100
         # no Connect envelope ({"schema": ..., "payload": ...}) is left, in keys or values
@@ -132,12 +135,12 @@ def test_native_decode_gives_the_udf_values(spark, tmp_path, schemas):
     spark.read.text(files).createOrReplaceTempView("bench_check_lines")
     native = {
         (r.table_name, r.position): r
-        for r in spark.sql(bench.native_debezium_sql("bench_check_lines", schemas)).collect()
+        for r in spark.sql(bench_decode.native_debezium_sql("bench_check_lines", schemas)).collect()
         if r.op in ("c", "r")
     }
     udf = spark.sql(
         f"select inline(changelake_decode('debezium', r.key, r.payload, r.headers)) "
-        f"from (select from_json(value, '{bench.KCAT_SCHEMA}') as r from bench_check_lines)"
+        f"from (select from_json(value, '{bench_decode.KCAT_SCHEMA}') as r from bench_check_lines)"
     ).collect()
     compared = 0
     for change in udf:
@@ -179,63 +182,3 @@ def same(native, canonical) -> bool:
         return native_time == dt.datetime.fromisoformat(str(canonical))
     except ValueError:
         return False
-
-
-def test_a_missed_goal_says_by_how_much():
-    assert bench._verdict(1.2, 1.2) == "met"
-    assert bench._verdict(20_000, 20_000, at_most=False) == "met"
-    # a near miss reads as a percentage, never as "by 1.00x"
-    assert bench._verdict(1.2052, 1.2) == "**missed** by 0.4%"
-    assert bench._verdict(2.39, 1.2) == "**missed** by 1.99x"
-    assert bench._verdict(5_000, 20_000, at_most=False) == "**missed** by 4.00x"
-    assert bench._verdict(19_000, 20_000, at_most=False) == "**missed** by 5.3%"
-
-
-def test_saved_measurements_render_as_the_run_rendered_them(tmp_path):
-    """`changelake bench --render` reads a run's bench-results.json: JSON turns the age runs'
-    numbers (keys of `fresh`) into text, and the tables come out as from the run itself."""
-    import json
-
-    age_runs = [
-        {
-            "run": n,
-            "seconds": 20.0 + n % 3,
-            "storage": 1000 * n,
-            "current": 0.1,
-            "key_history": 0.2,
-            "typed_current": 0.3,
-            "heap": 200.0,
-            "nodes": {},
-        }
-        for n in range(1, 15)
-    ]
-    age = {
-        "runs": age_runs,
-        "runs_count": 14,
-        "increment": 10,
-        "fresh": {2: 2000, 14: 10000},
-        "idle": 5.0,
-        "matched": True,
-        "current_read": 0.1,
-        "parquet_read": 0.1,
-    }
-    largest = {"events": 1000, "incremental": 1.0, "full_refresh": 20.0}
-    rendered = "\n".join(bench.render_age(age, largest))
-    saved = json.loads(json.dumps(age))
-    assert list(saved["fresh"]) == ["2", "14"]
-    assert "\n".join(bench.render_age(saved, largest)) == rendered
-    assert (
-        "| storage / fresh full refresh (worst of runs 2, 14: run 14) | <= 1.50 | 1.40 | met |"
-        in rendered
-    )
-    assert "The same figures as medians of runs 2-11 and 5-14:" in rendered
-    assert "| build s | 21.00 | 21.00 | 1.00 |" in rendered
-    # saved before the reads' rows were counted: no per-row figures
-    assert "a row" not in rendered
-    # with the rows counted: the rows late against early, and each read's time a row
-    for run in age_runs:
-        run.update(current_rows=1000 * run["run"], key_history_rows=2, typed_current_rows=500)
-    rendered = "\n".join(bench.render_age(age, largest))
-    assert "| cdc_current rows | 6,500 | 9,500 | 1.46 |" in rendered
-    assert "| cdc_current read, microseconds a row | 15.48 | 10.56 | 0.68 |" in rendered
-    assert "| typed current read, microseconds a row | 600.00 | 600.00 | 1.00 |" in rendered

@@ -10,7 +10,7 @@ import yaml
 
 from python_udfs import models
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 
 
 def copy_project(tmp_path: Path) -> Path:

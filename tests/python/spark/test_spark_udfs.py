@@ -17,7 +17,7 @@ from python_udfs import ENVELOPE_FORMATS, FIELD_NAMES, decode
 from python_udfs.layout import SPARK_SCHEMA
 from python_udfs.spark_udfs import decode_batch, folder_exists, gzip_line_count
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 CASES = (
     [
         {**json.loads(line), "format": "debezium"}

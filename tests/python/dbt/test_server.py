@@ -18,8 +18,6 @@ from test_targets import CHANGELAKE, SAMPLE, _free_port
 
 from python_udfs import runtime, server
 
-pytestmark = pytest.mark.dbt
-
 
 @pytest.fixture
 def state(tmp_path: Path) -> Iterator[Path]:

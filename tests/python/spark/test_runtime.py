@@ -13,10 +13,10 @@ import pytest
 
 from python_udfs import runtime
 
-PROJECT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).resolve().parents[3]
 CHANGELAKE = Path(sys.executable).parent / "changelake"
 SAMPLE = (
-    Path(__file__).resolve().parents[2] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
+    Path(__file__).resolve().parents[3] / "python_udfs" / "demo_data" / "landing" / "pg_inventory"
 )
 
 
