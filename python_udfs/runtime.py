@@ -386,10 +386,11 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     A CREATE TABLE AS SELECT writes its rows before the metastore holds the table; killed
     mid-write it leaves its folder but no table, and every later run fails with
     LOCATION_ALREADY_EXISTS. The incremental models' first builds no longer write that way
-    (macros/first_build.sql), and nothing else here does; this clears what earlier versions (or
-    a model of the user's own) left. Call it only while holding the metastore lock (no other
-    process can be writing); it removes a folder only if no table owns it and it holds files,
-    all of them what a Spark write leaves (an empty folder blocks nothing).
+    (macros/materializations/create_table_as.sql), and nothing else here does; this clears what
+    earlier versions (or a model of the user's own) left. Call it only while holding the
+    metastore lock (no other process can be writing); it removes a folder only if no table owns
+    it and it holds files, all of them what a Spark write leaves (an empty folder blocks
+    nothing).
     """
     if not session.catalog.databaseExists(schema):
         return []

@@ -103,7 +103,7 @@ def versions(
     (``(name, columns)``). For each, the last version's ``islands`` maps the name to the start
     of the version's island: the first of the versions up to it that follow one another (each
     opened where the one before closed, none deleted) with equal tracked values, which a typed
-    history shows as one version (macros/typed.sql). The start is the fields of
+    history shows as one version (macros/typed/). The start is the fields of
     :data:`ISLAND_FIELDS` of that first version. Tracked values compare as the typed history
     compares them: a JSON string by its text, any other value by its canonical JSON. A name
     the state has no start for (a model configured after that fold) gets none where the

@@ -118,7 +118,7 @@ def lines_in_blocks(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa
     block's lines in file order, one block after another within a task; the rows of a block are
     contiguous, so the index is a counter that restarts when (file, block start) changes. With
     the line count of each earlier block this gives the line's exact number in its file,
-    without holding the file in memory (``macros/decoded.sql``). Must see every row of the
+    without holding the file in memory (``macros/decoded/``). Must see every row of the
     scan, in order: registered as nondeterministic, so no filter is moved below it.
     """
     block: tuple[str | None, int | None] | None = None
@@ -149,7 +149,7 @@ def gzip_line_count(content: bytes | memoryview | None) -> int | None:
     Spark's text reader does not tell a whole stream from one cut short: it reads a cut file up
     to the cut and (with ignoreCorruptFiles) drops the rest without a word. This count is how a
     decoded model knows which compressed files it may read line by line, and what the
-    accounting expects to find in them (``macros/decoded.sql``, ``macros/landing.sql``).
+    accounting expects to find in them (``macros/decoded/``, ``macros/landing/``).
     """
     if content is None:
         return None

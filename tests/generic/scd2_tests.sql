@@ -58,7 +58,7 @@
 {% test equals_open_versions(model, history, partition_by, columns=['opening_change_id']) %}
     {%- set compared = [] -%}
     {%- for column in partition_by + columns -%}
-        {%- do compared.append(_changelake_quoted(column)) -%}
+        {%- do compared.append(changelake_quoted(column)) -%}
     {%- endfor -%}
     with open_versions as (
         select {{ compared | join(', ') }}

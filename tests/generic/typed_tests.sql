@@ -19,11 +19,11 @@
                 where
                     {{ changelake_this_build_rows() }}
                     and kind = 'row'
-                    and feed = {{ _changelake_literal(feed) }}
+                    and feed = {{ changelake_literal(feed) }}
                     and concat_ws('.', database_name, schema_name, table_name)
-                        = {{ _changelake_literal(source_table) }}
+                        = {{ changelake_literal(source_table) }}
             ) as source_columns
-            where column_name not in {{ _changelake_sql_list(columns) }}
+            where column_name not in {{ changelake_sql_list(columns) }}
             group by column_name
             order by column_name
         {%- endset -%}
@@ -33,7 +33,7 @@
     {%- set selects = [] -%}
     {%- for column_name, count in missing -%}
         {%- do named.append("'" ~ column_name ~ "' (" ~ count ~ " changes)") -%}
-        {%- do selects.append('select ' ~ _changelake_literal(column_name) ~ ' as column_name, '
+        {%- do selects.append('select ' ~ changelake_literal(column_name) ~ ' as column_name, '
             ~ count ~ ' as changes') -%}
     {%- endfor -%}
     {%- if named -%}
@@ -41,5 +41,5 @@
             ~ ") has columns its typed_tables entry does not list: " ~ named | join(', ')
             ~ "; add each under the entry's columns, with its type, to type it") -%}
     {%- endif %}
-    {{ _changelake_union_all(selects, 'select cast(null as string) as column_name, 0 as changes') }}
+    {{ changelake_union_all(selects, 'select cast(null as string) as column_name, 0 as changes') }}
 {% endtest %}

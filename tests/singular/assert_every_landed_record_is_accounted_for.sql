@@ -146,7 +146,7 @@ final as (
 select * from final
 where
     -- a build that committed no batch upstream changed nothing to account for (test_scope.sql)
-    {{ '' if changed else 'false ' ~ _changelake_unchanged() ~ ' and' }} (
+    {{ '' if changed else 'false and' ~ changelake_note_test_unchanged() }} (
         records_landed != records_decoded
         or records_decoded != records_classified
         or changes_expected != changes_logged

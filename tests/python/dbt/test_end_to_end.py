@@ -181,7 +181,7 @@ def check_store_in_key_order(spark, s) -> int:
         .first()
         .data_type
     )
-    # the table id, the key, the version (macros/history.sql, _changelake_layer_order)
+    # the table id, the key, the version (macros/history/, changelake_layer_order)
     order = [
         *("feed", "source_name", "database_name", "schema_name", "table_name"),
         *("key_json", "version_number"),

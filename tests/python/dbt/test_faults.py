@@ -647,7 +647,7 @@ def test_a_view_that_changes_is_altered_in_place_never_dropped(dbt, spark, state
 
 def test_an_append_checks_the_schema_then_inserts_by_name(dbt, spark, statements, tmp_path):
     """A model with new rows into a table that exists is appended from a temporary view of its
-    query, by name, after one describe of each side (`_changelake_append_batch`). A table out
+    query, by name, after one describe of each side (`changelake_append_batch`). A table out
     of step with its model (`on_schema_change: fail`; here a column a later version of the
     model would no longer write) stops the model before anything is written or committed,
     naming the column."""

@@ -191,12 +191,12 @@ def test_resuming_from_the_last_version_gives_the_whole_fold(ops, cut):
 
 
 # ----------------------------------------------------------------------------------------------
-# island starts: the typed current state, kept by the fold (macros/typed.sql)
+# island starts: the typed current state, kept by the fold (macros/typed/)
 # ----------------------------------------------------------------------------------------------
 
 
 def island_starts(vs, tracked):
-    """What a typed history (macros/typed.sql) gives as the last version's tracked version: the
+    """What a typed history (macros/typed/) gives as the last version's tracked version: the
     first of the versions up to the last that follow one another, none deleted, with equal
     tracked values as `from_json` to string fields reads them (a string's text, else its JSON)."""
 

@@ -37,8 +37,8 @@
         if (history | string).split('.')[-1].strip('`') == 'cdc_history' else ['key_json']) -%}
     select
         {%- for column in key_columns %}
-        coalesce(after_state.{{ _changelake_quoted(column) }}, before_state.{{ _changelake_quoted(column) }})
-            as {{ _changelake_quoted(column) }},
+        coalesce(after_state.{{ changelake_quoted(column) }}, before_state.{{ changelake_quoted(column) }})
+            as {{ changelake_quoted(column) }},
         {%- endfor %}
         case
             when before_state.opening_change_id is null then 'inserted'
@@ -51,7 +51,7 @@
     full outer join ({{ changelake_as_of(history, end, by) }}) as after_state
         on
         {%- for column in key_columns %}
-            before_state.{{ _changelake_quoted(column) }} <=> after_state.{{ _changelake_quoted(column) }}
+            before_state.{{ changelake_quoted(column) }} <=> after_state.{{ changelake_quoted(column) }}
             {{- " and" if not loop.last }}
         {%- endfor %}
     where not (before_state.opening_change_id <=> after_state.opening_change_id)

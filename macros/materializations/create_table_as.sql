@@ -4,7 +4,7 @@
     that exists (every reader ignores them, the next run is incremental and reads their input
     again), never a folder of data files without a table, which blocks every later CREATE
     TABLE (LOCATION_ALREADY_EXISTS) on every target. The empty table is created from the
-    columns of the query (`_changelake_query_columns`), not by a CREATE TABLE AS SELECT: that
+    columns of the query (`changelake_query_columns`), not by a CREATE TABLE AS SELECT: that
     writes its (empty) result into the table's folder before the metastore holds the table, so
     a kill within it left a folder that no target but the embedded one removes. A plain CREATE
     TABLE writes no file; killed within it, it leaves at most an empty folder, which does not
@@ -19,7 +19,7 @@
             {{ compiled_code }}
         ) as changelake_first_build
     {%- endset -%}
-    {%- set columns = _changelake_query_columns(relation.identifier, query) -%}
+    {%- set columns = changelake_query_columns(relation.identifier, query) -%}
     {%- call statement('changelake_create_empty') -%}
         create table {{ relation }} ({{ columns | join(', ') }})
         {{ file_format_clause() }}
@@ -33,24 +33,3 @@
     insert into {{ relation }} by name
     {{ query }}
 {%- endmacro %}
-
-{#
-    purpose: the columns of `query` as DDL (`name type`), read from a temporary view of it
-    (analysed, never run) named after `name`; every column nullable, as a CREATE TABLE AS
-    SELECT makes them
-#}
-{% macro _changelake_query_columns(name, query) %}
-    {%- set shape = name ~ '__changelake_shape' -%}
-    {%- call statement('changelake_shape') -%}
-        create or replace temporary view {{ shape }} as {{ query }}
-    {%- endcall -%}
-    {%- set described = run_query('describe ' ~ shape) -%}
-    {%- call statement('changelake_shape_dropped') -%}
-        drop view if exists {{ shape }}
-    {%- endcall -%}
-    {%- set columns = [] -%}
-    {%- for row in described.rows if row[0] and not row[0].startswith('#') -%}
-        {%- do columns.append('`' ~ row[0] | replace('`', '``') ~ '` ' ~ row[1]) -%}
-    {%- endfor -%}
-    {{ return(columns) }}
-{% endmacro %}

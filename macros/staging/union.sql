@@ -10,7 +10,7 @@
                 "no feed is configured: declare one under feeds: in seeds/changelake.yml (README: "
                 ~ "Feeds and landing), or build the demo's feeds (var changelake_demo: true)") }}
         {%- endif -%}
-        {%- set declared = _changelake_landing_nodes() | map(attribute='name') | list -%}
+        {%- set declared = changelake_landing_nodes() | map(attribute='name') | list -%}
         {%- set missing = declared | reject('in', feeds) | list -%}
         {%- set unknown = feeds | reject('in', declared) | list -%}
         {%- if missing or unknown -%}

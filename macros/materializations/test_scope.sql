@@ -27,8 +27,9 @@
     {%- set where = config.get('where', '') -%}
     {%- set scope = changelake_changed_rows(relation) -%}
     {%- if scope == 'false' -%}
-        {#- nothing to read: the marker lets the test pass without a query (spark__get_test_sql) -#}
-        {{ return('(select * from ' ~ relation ~ ' where false ' ~ _changelake_unchanged() ~ ') dbt_subquery') }}
+        {#- nothing to read: noted, the test passes without a query (spark__get_test_sql) -#}
+        {%- do changelake_note_test_unchanged() -%}
+        {{ return('(select * from ' ~ relation ~ ' where false) dbt_subquery') }}
     {%- endif -%}
     {%- if scope != 'true' and relation.identifier == 'cdc_change_log' and _changelake_row_local_test() -%}
         {#- this run's rows of the log by their partition, not a change_id join over the whole log;
@@ -84,11 +85,6 @@
     {{ return(test.get('name') in ('not_null', 'accepted_values')) }}
 {% endmacro %}
 
-{# purpose: the comment marking a test relation this invocation did not change #}
-{% macro _changelake_unchanged() %}
-    {{- return('/* changelake: unchanged since the build that last tested it */') -}}
-{% endmacro %}
-
 {#
     purpose: dbt's query of a test's failures. A test reading a relation this invocation did
     not change (marked by `spark__get_where_subquery`, or by a singular test that checks
@@ -96,7 +92,7 @@
     whose views Spark would otherwise analyse (a second or more for the views over every feed).
 #}
 {% macro spark__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
-    {%- if _changelake_unchanged() in main_sql -%}
+    {%- if changelake_test_is_unchanged() -%}
         select 0 as failures, false as should_warn, false as should_error
     {%- else -%}
         {{ default__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) }}
@@ -122,7 +118,7 @@
     {%- if stores is none -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set now = _changelake_stores_now(stores) -%}
+    {%- set now = changelake_stores_now(stores) -%}
     {%- if not now.committed -%}
         {{ return('false') }}
     {%- endif -%}
@@ -130,18 +126,18 @@
         {#- a first build: every row is this run's, narrowing would only add a join -#}
         {{ return('true') }}
     {%- endif -%}
-    {%- set columns = _changelake_documented_columns(relation.identifier) -%}
-    {%- set table_key = _changelake_table_id() + ['key_json'] -%}
+    {%- set columns = changelake_documented_columns(relation.identifier) -%}
+    {%- set table_key = changelake_table_id() + ['key_json'] -%}
     {%- if stores == ['int_history_versions'] and table_key | reject('in', columns) | list | length == 0 -%}
         {#- the rows of the keys the run's layer touched (its frontier parts hold one row per key), by
             table and key: a key_json alone is in many tables -#}
         {%- set same = ["changelake_layer.key_json = changelake_scoped.key_json"] -%}
-        {%- for column in _changelake_table_id() -%}
+        {%- for column in changelake_table_id() -%}
             {%- do same.append('changelake_layer.' ~ column ~ ' <=> changelake_scoped.' ~ column) -%}
         {%- endfor -%}
         {{ return('exists (select 1 from ' ~ target.schema ~ '.int_history_versions as changelake_layer where '
-            ~ "changelake_layer.batch_id = " ~ _changelake_literal(invocation_id)
-            ~ ' and changelake_layer.part in ' ~ _changelake_sql_list(_changelake_frontier_parts())
+            ~ "changelake_layer.batch_id = " ~ changelake_literal(invocation_id)
+            ~ ' and changelake_layer.part in ' ~ changelake_sql_list(changelake_frontier_parts())
             ~ ' and ' ~ same | join(' and ') ~ ')') }}
     {%- elif stores == ['int_history_versions'] and 'key_json' in columns -%}
         {{ return('key_json in (select key_json from ' ~ target.schema ~ ".int_history_versions where batch_id = '"
@@ -151,15 +147,6 @@
             ~ changelake_pending_rows([invocation_id]) ~ ')') }}
     {%- endif -%}
     {{ return('true') }}
-{% endmacro %}
-
-{# purpose: the columns documented for the model aliased `identifier` (none when unknown) #}
-{% macro _changelake_documented_columns(identifier) %}
-    {%- for node in graph.nodes.values() if node.resource_type == 'model'
-        and node.package_name == project_name and node.alias == identifier -%}
-        {{ return(node.columns.keys() | list) }}
-    {%- endfor -%}
-    {{ return([]) }}
 {% endmacro %}
 
 {#
@@ -212,31 +199,29 @@
     invocation is in any of them: a first build). Asked only by tests, which run after every
     model they read has finished, so the answers are final: they are remembered per store for
     the invocation (in the graph dict dbt shares between its nodes). When none of the stores
-    ran more than its hooks in this invocation (`_changelake_written_now`), none committed a
+    ran more than its hooks in this invocation (`changelake_written_now`), none committed a
     batch, and no ledger is read.
 #}
-{% macro _changelake_stores_now(stores) %}
-    {%- if _changelake_run_start() and not _changelake_written_now(stores) -%}
+{% macro changelake_stores_now(stores) %}
+    {%- if changelake_run_start() and not changelake_written_now(stores) -%}
         {#- none of them ran more than its hooks: none committed a batch -#}
         {{ return({'committed': false, 'only_now': false}) }}
     {%- endif -%}
-    {%- set memo = graph.setdefault('changelake_committed_now', {}) -%}
-    {%- set unknown = stores | reject('in', memo.get(invocation_id, {})) | list -%}
+    {%- set facts = changelake_store_commits_memo() -%}
+    {%- set unknown = stores | reject('in', facts) | list -%}
     {%- if unknown -%}
-        {%- set this_run = _changelake_literal(invocation_id) -%}
+        {%- set this_run = changelake_literal(invocation_id) -%}
         {%- set selects = [] -%}
         {%- for store in unknown -%}
-            {%- do selects.append("select " ~ _changelake_literal(store) ~ " as store, "
+            {%- do selects.append("select " ~ changelake_literal(store) ~ " as store, "
                 ~ "count_if(batch_id = " ~ this_run ~ ") > 0 as committed, "
                 ~ "count_if(batch_id != " ~ this_run ~ " and kind in ('batch', 'segment', 'base')) = 0 as only_now "
                 ~ "from " ~ changelake_ledger(store)) -%}
         {%- endfor -%}
-        {%- set answers = memo.setdefault(invocation_id, {}) -%}
         {%- for row in run_query(selects | join(' union all ')) -%}
-            {%- do answers.update({row[0]: {'committed': row[1], 'only_now': row[2]}}) -%}
+            {%- do facts.update({row[0]: {'committed': row[1], 'only_now': row[2]}}) -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- set facts = memo[invocation_id] -%}
     {%- set now = namespace(committed=false, only_now=true) -%}
     {%- for store in stores -%}
         {%- set now.committed = now.committed or facts[store].committed -%}

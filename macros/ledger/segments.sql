@@ -27,13 +27,13 @@
 #}
 
 {# purpose: the segmented models (by identifier), each with the model that consumes its batches #}
-{% macro _changelake_segmented_models() %}
+{% macro changelake_segmented_models() %}
     {%- set out = {} -%}
     {%- if not execute -%}
         {#- parse time: the graph is not built yet -#}
         {{ return(out) }}
     {%- endif -%}
-    {%- for model in _changelake_incremental_models('decoded_') -%}
+    {%- for model in changelake_incremental_models('decoded_') -%}
         {%- do out.update({model: 'int_changes_unioned'}) -%}
     {%- endfor -%}
     {%- do out.update({'int_changes_unioned': 'int_history_versions'}) -%}
@@ -79,7 +79,7 @@
     purpose: SQL predicate like `changelake_committed`, for the queries a run's incremental
     models run while they build (a decoded model's look for its tried files, the change log's
     and the history's reads of what is logged): the live segments as literals, those the run's
-    start found and left after its merges (`_changelake_run_start`), with `committed_now`, the
+    start found and left after its merges (`changelake_run_start`), with `committed_now`, the
     batches of the model committed since in this invocation, which the caller knows. Literals
     prune the read to those partitions when the query is planned, and no ledger is queried:
     the scalar subquery is two Spark jobs of its own in every query that names it. Where the
@@ -88,15 +88,15 @@
     after the run too, always use that.
 #}
 {% macro changelake_committed_in_run(relation_alias, model_identifier, committed_now=none) %}
-    {%- set live = _changelake_run_start().get('live_segments', {}).get(model_identifier) -%}
-    {%- if live is none or (committed_now is none and _changelake_written_now([model_identifier])) -%}
+    {%- set live = changelake_run_start().get('live_segments', {}).get(model_identifier) -%}
+    {%- if live is none or (committed_now is none and changelake_written_now([model_identifier])) -%}
         {{ return(changelake_committed(relation_alias, model_identifier)) }}
     {%- endif -%}
     {%- set names = (live + (committed_now or []) | list) | unique | list -%}
     {%- if not names -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return(relation_alias ~ '.segment in ' ~ _changelake_sql_list(names)) }}
+    {{ return(relation_alias ~ '.segment in ' ~ changelake_sql_list(names)) }}
 {% endmacro %}
 
 {#
@@ -106,19 +106,19 @@
 #}
 {% macro changelake_pending_rows(batches, relation_alias=none) %}
     {%- set prefix = relation_alias ~ '.' if relation_alias else '' -%}
-    {%- set listed = _changelake_sql_list(batches) -%}
+    {%- set listed = changelake_sql_list(batches) -%}
     {{ return(prefix ~ 'segment in ' ~ listed ~ ' and ' ~ prefix ~ 'batch_id in ' ~ listed) }}
 {% endmacro %}
 
 {#
     purpose: on-run-start: merge the segments of every segmented model where `max_tail` consumed
-    batches are live (see the top of this file); `live` is each model's live consumed segments,
-    oldest first (from `_changelake_ledger_state`, macros/ledger.sql); `live_names`, each
+    batches are live (see the top of macros/ledger/segments.sql); `live` is each model's live consumed segments,
+    oldest first (from `changelake_ledger_state`, macros/ledger/ledger.sql); `live_names`, each
     model's live segments by name, is updated to what the merges leave
 #}
-{% macro _changelake_merge_segments(live, max_tail=8, live_names=none) %}
+{% macro changelake_merge_segments(live, max_tail=8, live_names=none) %}
     {%- for model, segments in live.items() -%}
-        {%- set merged = _changelake_segments_to_merge(segments, max_tail) -%}
+        {%- set merged = changelake_segments_to_merge(segments, max_tail) -%}
         {%- if merged -%}
             {%- do _changelake_merge(model, merged) -%}
             {%- if live_names is not none -%}
@@ -134,7 +134,7 @@
     merge: none while fewer than `max_tail` are batches; else the newest ones from the oldest
     segment holding no more rows than all after it, and every batch at least
 #}
-{% macro _changelake_segments_to_merge(segments, max_tail) %}
+{% macro changelake_segments_to_merge(segments, max_tail) %}
     {%- set batches = segments | selectattr('kind', 'equalto', 'batch') | list -%}
     {%- if batches | length < max_tail -%}
         {{ return([]) }}
@@ -153,22 +153,22 @@
 {% macro _changelake_merge(model_identifier, names) %}
     {%- set relation = target.schema ~ '.' ~ model_identifier -%}
     {%- set segment = 'merged-' ~ invocation_id -%}
-    {%- set spec = 'partition (segment = ' ~ _changelake_literal(segment) ~ ')' -%}
+    {%- set spec = 'partition (segment = ' ~ changelake_literal(segment) ~ ')' -%}
     {#- registered first: the files of a merge killed mid-write are dropped with the partition -#}
     {%- do run_query('alter table ' ~ relation ~ ' add if not exists ' ~ spec) -%}
     {%- do run_query('insert into ' ~ relation ~ ' ' ~ spec
         ~ ' select /*+ rebalance */ * except (segment) from ' ~ relation
-        ~ ' where segment in ' ~ _changelake_sql_list(names)) -%}
+        ~ ' where segment in ' ~ changelake_sql_list(names)) -%}
     {%- set commit -%}
         insert into {{ changelake_ledger(model_identifier) }} {{ changelake_ledger_tail() }}
         select /*+ coalesce(1) */ kind, batch_id, current_timestamp() as committed_at, rows_written
         from (
-            select 'segment' as kind, {{ _changelake_literal(segment) }} as batch_id, count(*) as rows_written
+            select 'segment' as kind, {{ changelake_literal(segment) }} as batch_id, count(*) as rows_written
             from {{ relation }}
-            where segment = {{ _changelake_literal(segment) }}
+            where segment = {{ changelake_literal(segment) }}
             {%- for name in names %}
             union all
-            select 'retired', {{ _changelake_literal(name) }}, 0
+            select 'retired', {{ changelake_literal(name) }}, 0
             {%- endfor %}
         ) as ledger_rows
     {%- endset -%}
@@ -181,10 +181,10 @@
     {%- set relation = target.schema ~ '.' ~ model_identifier -%}
     {%- set live = run_query(_changelake_live_segments(model_identifier)).columns[0].values() -%}
     {%- set dead = [] -%}
-    {%- for spec in _changelake_partitions(relation) if spec.segment not in live -%}
+    {%- for spec in changelake_partitions(relation) if spec.segment not in live -%}
         {%- do dead.append(spec) -%}
     {%- endfor -%}
-    {%- do _changelake_drop_partitions(relation, dead) -%}
+    {%- do changelake_drop_partitions(relation, dead) -%}
 {% endmacro %}
 
 {#
@@ -195,7 +195,7 @@
     (`<model>__segmented` being written, `<model>__unsegmented` the table it replaced), in
     `listed`, the names of the schema's tables as the run's start listed them.
 #}
-{% macro _changelake_segment_earlier_tables(models, listed) %}
+{% macro changelake_segment_earlier_tables(models, listed) %}
     {%- set tables = listed | list -%}
     {%- set existing = [] -%}
     {%- for model in models -%}
@@ -213,7 +213,7 @@
         {%- endif -%}
         {%- if model in tables and not _changelake_has_segments(relation) -%}
             {#- created empty, never as a select: no file is written before the table exists -#}
-            {%- set columns = _changelake_query_columns(
+            {%- set columns = changelake_query_columns(
                 model ~ '__segmented', 'select *, ' ~ "'earlier' as segment from " ~ relation) -%}
             {%- do run_query('create table ' ~ building ~ ' (' ~ columns | join(', ')
                 ~ ') using parquet partitioned by (segment)') -%}

@@ -16,26 +16,35 @@
 
     The stored text comes from the relation cache dbt fills at the start of a run (`show table
     extended`, whose information lists `View Text`), so the check costs no query.
+
+    A view over the history store also records, as its table property `changelake.reads`, the
+    store's partitions its SQL names (`changelake_record_view_reads`): the store drops a
+    partition a compaction replaced only once no view's property names it.
 #}
 {% materialization view, adapter='spark' -%}
     {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
     {%- set target_relation = api.Relation.create(
         identifier=model['alias'], schema=schema, database=database, type='view') -%}
     {%- if existing is none or not existing.is_view or not _changelake_view_alterable() -%}
-        {%- do _changelake_note_view_written() -%}
-        {{ return(create_or_replace_view()) }}
+        {%- do changelake_note_view_written() -%}
+        {%- set result = create_or_replace_view() -%}
+        {%- do changelake_record_view_reads(target_relation) -%}
+        {{ return(result) }}
     {%- endif -%}
     {{ run_hooks(pre_hooks) }}
-    {%- if not should_full_refresh() and _changelake_view_text_is(existing, sql) -%}
+    {%- if not should_full_refresh() and changelake_view_text_is(existing, sql) -%}
         {%- call noop_statement('main', 'view unchanged') -%}
             /* the view's stored text is this model's SQL */
         {%- endcall %}
     {%- else -%}
-        {%- do _changelake_note_view_written() -%}
+        {%- do changelake_note_view_written() -%}
+        {#- the partitions the new text names are protected before it is stored -#}
+        {%- do changelake_record_view_reads(target_relation, 'changelake.reads_next') -%}
         {%- call statement('main') -%}
             alter view {{ target_relation }} as
             {{ sql }}
         {%- endcall %}
+        {%- do changelake_record_view_reads(target_relation) -%}
         {%- do apply_grants(target_relation, config.get('grants'),
             should_revoke=should_revoke(true, full_refresh_mode=true)) -%}
     {%- endif %}
@@ -51,21 +60,27 @@
 {% endmacro %}
 
 {# purpose: whether the view `relation` (from the relation cache) stores exactly `sql` as its text #}
-{% macro _changelake_view_text_is(relation, sql) %}
+{% macro changelake_view_text_is(relation, sql) %}
     {%- set information = relation.information or '' -%}
     {{ return(('\nView Text: ' ~ sql.strip() ~ '\n') in information) }}
 {% endmacro %}
 
 {#
-    purpose: remember that this invocation creates or changes a view (in the graph dict dbt
-    shares between nodes and hooks): the run's end then looks for partitions that no view
-    names any more (changelake_drop_unpublished_layers), and skips that when none changed
+    purpose: record on the view `relation` the history store's partitions its SQL names (noted
+    while it compiled, `changelake_view_reads`) as the table property `property`; with the
+    default, the text is stored and `changelake.reads_next` is cleared. Before `alter view`,
+    the new partitions go to `changelake.reads_next`, so a build killed between the two
+    statements leaves both the old and the new partitions named. Nothing for a view that
+    names none.
 #}
-{% macro _changelake_note_view_written() %}
-    {%- do graph.setdefault('changelake_views_written', []).append(invocation_id) -%}
-{% endmacro %}
-
-{# purpose: whether this invocation created or changed a view #}
-{% macro changelake_views_written_now() %}
-    {{ return(invocation_id in graph.get('changelake_views_written', [])) }}
+{% macro changelake_record_view_reads(relation, property='changelake.reads') %}
+    {%- set reads = changelake_view_reads() -%}
+    {%- if reads is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set properties = [changelake_literal(property) ~ ' = ' ~ changelake_literal(reads | join(' '))] -%}
+    {%- if property == 'changelake.reads' -%}
+        {%- do properties.append(changelake_literal('changelake.reads_next') ~ " = ''") -%}
+    {%- endif -%}
+    {%- do run_query('alter view ' ~ relation ~ ' set tblproperties (' ~ properties | join(', ') ~ ')') -%}
 {% endmacro %}

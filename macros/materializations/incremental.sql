@@ -1,6 +1,6 @@
 {#
     The incremental materialization on Spark, with one change: a model whose compiled SQL found
-    nothing new (`_changelake_batch_is_empty`: no new landed file, no pending batch) into a
+    nothing new (`changelake_batch_is_empty`: no new landed file, no pending batch) into a
     table that exists runs its hooks and nothing else. dbt-spark would make a temporary view
     of the empty query, describe it and the table (the `on_schema_change` check) and insert
     nothing: four statements on every idle run of each of the eleven incremental models, most
@@ -11,21 +11,21 @@
     change of the model's query is then checked by its next run with something new. Everything
     else (a first build, a full refresh) is dbt-spark's materialization, unchanged, but for a
     model with new input into a table that exists, appended with its schema checked
-    (`_changelake_append_batch`). Either way the model is noted as writing
-    (`_changelake_note_written`), so that what the run's start read of its ledger is read again
+    (`changelake_append_batch`). Either way the model is noted as writing
+    (`changelake_note_written`), so that what the run's start read of its ledger is read again
     by the models and tests after it.
 #}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
     {%- set existing = load_relation(this) -%}
     {%- if model['language'] != 'sql' or existing is none or existing.is_view or should_full_refresh() -%}
-        {%- do _changelake_note_written() -%}
+        {%- do changelake_note_written() -%}
         {{ return(dbt.materialization_incremental_spark()) }}
     {%- endif -%}
-    {%- if not _changelake_batch_is_empty() -%}
-        {%- do _changelake_note_written() -%}
+    {%- if not changelake_batch_is_empty() -%}
+        {%- do changelake_note_written() -%}
         {%- if (config.get('incremental_strategy') or 'append') == 'append'
             and config.get('on_schema_change') in ('fail', 'ignore', none) -%}
-            {{ return(_changelake_append_batch(existing)) }}
+            {{ return(changelake_append_batch(existing)) }}
         {%- endif -%}
         {{ return(dbt.materialization_incremental_spark()) }}
     {%- endif -%}
@@ -45,10 +45,9 @@
     default `ignore` skips it and lets Spark's insert by name refuse a column the table lacks):
     the same column names and types on both sides, or an error naming what differs, before
     anything is written. The insert reads the temporary view, as dbt-spark's does: the same
-    query put in a subquery of the insert was planned differently (the change log's insert at
-    100,000 changes took 11.7 s against 6.4 s).
+    query put in a subquery of the insert is planned differently, and slower (docs/decisions.md).
 #}
-{% macro _changelake_append_batch(existing) %}
+{% macro changelake_append_batch(existing) %}
     {{ run_hooks(pre_hooks) }}
     {%- set batch = this.incorporate(path={'identifier': this.identifier ~ '__dbt_tmp'}).include(database=false, schema=false) -%}
     {%- call statement('create_tmp_relation') -%}

@@ -14,7 +14,7 @@
     {%- if not execute -%}
         {{ return('select * from ' ~ decoded) }}
     {%- endif -%}
-    {%- set meta = _changelake_feed_meta(_changelake_landing_source(feed)) -%}
+    {%- set meta = changelake_feed_meta(changelake_landing_source(feed)) -%}
 with
 
 decoded_records as (
@@ -113,8 +113,8 @@ select * from final
         when {{ _changelake_table_match(table) }}
             then to_json(named_struct(
                 {%- for column in columns | sort %}
-                {{ _changelake_literal(column) }},
-                variant_get(try_parse_json({{ image_sql }}), {{ _changelake_literal("$['" ~ column ~ "']") }})
+                {{ changelake_literal(column) }},
+                variant_get(try_parse_json({{ image_sql }}), {{ changelake_literal("$['" ~ column ~ "']") }})
                 {{- "," if not loop.last }}
                 {%- endfor %}
             ))
@@ -126,11 +126,11 @@ select * from final
 {% macro _changelake_table_match(name) %}
     {%- set parts = name.split('.') -%}
     {%- if parts | length == 2 -%}
-        database_name = {{ _changelake_literal(parts[0]) }} and table_name = {{ _changelake_literal(parts[1]) }}
+        database_name = {{ changelake_literal(parts[0]) }} and table_name = {{ changelake_literal(parts[1]) }}
     {%- elif parts | length == 3 -%}
-        database_name = {{ _changelake_literal(parts[0]) }}
-        and schema_name = {{ _changelake_literal(parts[1]) }}
-        and table_name = {{ _changelake_literal(parts[2]) }}
+        database_name = {{ changelake_literal(parts[0]) }}
+        and schema_name = {{ changelake_literal(parts[1]) }}
+        and table_name = {{ changelake_literal(parts[2]) }}
     {%- else -%}
         {{ exceptions.raise_compiler_error(
             "key_columns: '" ~ name ~ "' is not database.table or database.schema.table") }}
