@@ -401,7 +401,7 @@ def remove_killed_write_folders(session: SparkSession, schema: str) -> list[str]
     if not fs.exists(path):
         return []
     # the metastore's table names alone: the catalog API's listTables reads every table's
-    # whole definition (~4 s for the project's ~70 tables on the embedded metastore)
+    # whole definition, seconds for the project's tables (docs/decisions.md)
     names = session._jsparkSession.sharedState().externalCatalog().listTables(schema)
     tables = {names.apply(i).lower() for i in range(names.size())}
 

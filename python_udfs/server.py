@@ -1,12 +1,12 @@
 """A local Spark Connect server over the project's embedded state, for a fast edit-run loop.
 
-Every ``changelake dbt`` call on the embedded target starts a JVM (20-25 s before dbt does
-anything). ``changelake server start`` starts one Spark Connect server instead, bound to
-127.0.0.1, on the same metastore, warehouse and settings as the ``local`` target; while it
-runs, ``changelake dbt`` (without ``--target``) connects to it, so a call pays only the client's
-start. ``changelake server stop`` stops it. The server holds the embedded metastore's lock for
-its whole life: another process cannot open the metastore beside it, and the lock is gone
-with the server, however it ends.
+Every ``changelake dbt`` call on the embedded target starts a JVM before dbt does anything.
+``changelake server start`` starts one Spark Connect server instead, bound to 127.0.0.1, on the
+same metastore, warehouse and settings as the ``local`` target; while it runs, ``changelake
+dbt`` (without ``--target``) connects to it, so a call pays only the client's start.
+``changelake server stop`` stops it. The server holds the embedded metastore's lock for its
+whole life: another process cannot open the metastore beside it, and the lock is gone with the
+server, however it ends.
 
 The Python UDFs are registered by each client session, as on any Connect target, and run in
 the server's Python workers, which use this environment's Python and this checkout's

@@ -46,7 +46,7 @@ def decode_batch(
 
     The records leave Arrow as Python values once (``to_pylist``), and the decoded dicts go
     back in one ``pa.array`` call, whose conversion runs in pyarrow's C++ rather than per
-    value in Python (about 1.5x the throughput of a row-at-a-time Arrow UDF here).
+    value in Python (faster than a row-at-a-time Arrow UDF: docs/decisions.md).
     """
     with _without_cycle_collection():
         formats, *rest = (a.to_pylist() for a in (envelope_format, key, value, headers))
@@ -66,8 +66,8 @@ def _without_cycle_collection() -> Iterator[None]:
     """Python's cycle collector paused while a batch decodes. Decoding makes some ten dicts and
     lists a record, and every 700 of them start a collection (now and then one that walks
     every object the worker holds); they form no cycles and are freed by reference counting
-    when the batch is done, so those collections find nothing: 5-8% of the batch's time on the
-    PostgreSQL feed. The collector is left as it was found and resumes on its own thresholds."""
+    when the batch is done, so those collections find nothing but cost time (docs/decisions.md).
+    The collector is left as it was found and resumes on its own thresholds."""
     if not gc.isenabled():
         yield
         return

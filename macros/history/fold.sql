@@ -66,7 +66,8 @@
 
 {#
     purpose: the body of the history store model: for the keys that newly committed change-log
-    batches touch, the versions that change and each key's new frontier row (see above).
+    batches touch, the versions that change and each key's new frontier row (the store's parts:
+    the top of macros/history/layers.sql).
 #}
 {% macro changelake_versions_model(changes_model) %}
     {%- set incremental = is_incremental() -%}
@@ -74,8 +75,7 @@
     {%- set table_id = changelake_table_id() -%}
     {%- set key = table_id + ['key_json'] -%}
     {%- if incremental and not pending -%}
-        {#- nothing new: write nothing, read nothing, commit nothing (the hooks look for the
-            marker; sqlfluff, rendering without executing, sees this file's macros only) -#}
+        {#- nothing new: write nothing, read nothing, commit nothing (noted for the hooks) -#}
         {{ return(changelake_note_nothing_new() ~ 'select * from ' ~ this ~ ' where false') }}
     {%- endif -%}
     {#- the store's live layers, read once: the plan query and the insert name them -#}

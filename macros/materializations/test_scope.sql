@@ -22,7 +22,7 @@
     - any other model (the quarantine, the schema changes, the feed health), every row.
 #}
 
-{# purpose: dbt's test relation, narrowed to what this invocation changed (see above) #}
+{# purpose: dbt's test relation, narrowed to what this invocation changed (the top of this file) #}
 {% macro spark__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
     {%- set scope = changelake_changed_rows(relation) -%}

@@ -8,7 +8,7 @@
         {%- if not feeds -%}
             {{ exceptions.raise_compiler_error(
                 "no feed is configured: declare one under feeds: in seeds/changelake.yml (README: "
-                ~ "Feeds and landing), or build the demo's feeds (var changelake_demo: true)") }}
+                ~ "Your own feeds and typed tables), or build the demo's feeds (var changelake_demo: true)") }}
         {%- endif -%}
         {%- set declared = changelake_landing_nodes() | map(attribute='name') | list -%}
         {%- set missing = declared | reject('in', feeds) | list -%}

@@ -147,19 +147,14 @@ def main(argv: list[str]) -> int:
 def _commit(home: Path) -> str:
     """The checkout's short commit, with ``+`` when it has uncommitted changes; ``unknown``
     outside a git checkout."""
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(home), *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(home), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(home), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+" if dirty else "")
