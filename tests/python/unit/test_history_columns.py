@@ -35,13 +35,13 @@ def macros():
     env.globals["return"] = _return
     source = COLUMNS_SQL.read_text()
     names = re.findall(r"{%-?\s*macro\s+(\w+)", source)
-    source = re.sub(r"({%-?\s*macro\s+)(\w+)", r"\1defined\2", source)
+    source = re.sub(r"({%-?\s*macro\s+)(\w+)", r"\1defined_\2", source)
     loaded: dict[str, Any] = {}
 
     def wrapped(name: str) -> Any:
         def call(*args: Any) -> Any:
             try:
-                getattr(loaded["module"], f"defined{name}")(*args)
+                getattr(loaded["module"], f"defined_{name}")(*args)
             except _Returned as returned:
                 return returned.value
             raise AssertionError(f"{name} returned nothing")
