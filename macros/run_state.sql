@@ -100,6 +100,17 @@
     {{ return(models | select('in', written) | list | length > 0) }}
 {% endmacro %}
 
+{# purpose: remember that this model's table is built from scratch in this invocation (a first build or a full refresh): nothing from before it is live #}
+{% macro changelake_note_rebuilt() %}
+    {%- do _changelake_run_state('rebuilt').update({this.identifier: true}) -%}
+{% endmacro %}
+
+{# purpose: whether every one of `models` (identifiers) was built from scratch in this invocation (`changelake_note_rebuilt`) #}
+{% macro changelake_rebuilt_now(models) %}
+    {%- set rebuilt = _changelake_run_state('rebuilt') -%}
+    {{ return(models | reject('in', rebuilt) | list | length == 0) }}
+{% endmacro %}
+
 {# purpose: remember that this model committed a batch of `rows` rows in this invocation (0: none) #}
 {% macro changelake_note_committed(rows) %}
     {%- do _changelake_run_state('commits').update({this.identifier: rows | int}) -%}

@@ -11,6 +11,12 @@
     {%- set incremental = is_incremental() -%}
     {%- set pending_by_model = changelake_pending_batches_by_model() if execute and incremental else {} -%}
     {%- set pending = changelake_batches_of_all(pending_by_model) -%}
+    {#- built from scratch after every decoded model was: their live batches are the ones they
+        committed in this invocation, and the feeds that committed none are not read -#}
+    {%- set decoded_models = changelake_incremental_models('decoded_') if execute else [] -%}
+    {%- set rebuilt_by_model = changelake_committed_now(decoded_models)
+        if execute and not incremental and changelake_rebuilt_now(decoded_models) else none -%}
+    {%- set by_literals = pending_by_model if incremental else rebuilt_by_model -%}
     {%- if incremental and not pending -%}
         {#- nothing new: write nothing, read nothing, commit nothing -#}
         {{ return(changelake_note_nothing_new() ~ 'select * from ' ~ this ~ ' where false') }}
@@ -27,12 +33,12 @@
 with
 
 records as (
-    {%- if incremental %}
+    {%- if by_literals %}
     {#- each feed's staging of its pending batches, read by literals: the staging views (whose
         live segments are a query of each feed's ledger) are for readers of every record; a
         feed with no pending batch is not read at all #}
-    {%- for model in changelake_incremental_models('decoded_') if model in pending_by_model %}
-    select * from ({{ changelake_staging(model.removeprefix('decoded_'), pending_by_model[model]) }}) as {{ model }}
+    {%- for model in decoded_models if model in by_literals %}
+    select * from ({{ changelake_staging(model.removeprefix('decoded_'), by_literals[model]) }}) as {{ model }}
     {%- if not loop.last %}
     union all
     {%- endif %}

@@ -7,7 +7,12 @@
     no row.
 #}
 {% macro changelake_commit_decoded_batch() %}
-    {%- if not execute or changelake_batch_is_empty() -%}
+    {%- if not execute -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if changelake_batch_is_empty() -%}
+        {#- no file to try: a batch of no rows, remembered so the change log knows it too -#}
+        {%- do changelake_note_committed(0) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set counted -%}

@@ -19,6 +19,9 @@
     {%- set existing = load_relation(this) -%}
     {%- if model['language'] != 'sql' or existing is none or existing.is_view or should_full_refresh() -%}
         {%- do changelake_note_written() -%}
+        {%- if existing is none or should_full_refresh() -%}
+            {%- do changelake_note_rebuilt() -%}
+        {%- endif -%}
         {{ return(dbt.materialization_incremental_spark()) }}
     {%- endif -%}
     {%- if not changelake_batch_is_empty() -%}

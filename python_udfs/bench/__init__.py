@@ -3,7 +3,8 @@
 ``changelake bench [--events N] [--large] [--rounds R] [--write-docs]``
 
 Modules, one a section: :mod:`~python_udfs.bench.decode`, :mod:`~python_udfs.bench.pipeline`,
-:mod:`~python_udfs.bench.large`, :mod:`~python_udfs.bench.age`, and
+:mod:`~python_udfs.bench.large`, :mod:`~python_udfs.bench.age`,
+:mod:`~python_udfs.bench.peer`, and
 :mod:`~python_udfs.bench.report` (the page); :mod:`~python_udfs.bench.cli` runs them in order.
 
 All measurements run in one process on one SparkSession (the embedded target unless another is
@@ -38,6 +39,11 @@ chosen), on data from :mod:`python_udfs.generator`:
    run, doing the ledger and segment maintenance it left due; the median of the other
    three), and ``cdc_current`` against a parquet table of its own rows. Each age build's
    node seconds by layer are kept, and the second and last runs compared.
+
+7. **Against the Spark SQL a user would write** (:mod:`~python_udfs.bench.peer`): one
+   Debezium PostgreSQL feed of 5,000 changes, ``events / 10`` and ``events``, built by
+   ChangeLake (``dbt run --full-refresh``, ``dbt build --full-refresh``) and by a plain Spark
+   SQL pipeline in the same session; the ratios, and the counts where their tables differ.
 
 Numbers are wall-clock on whatever machine runs it; ratios within one run are what compare.
 Nothing here asserts a time.

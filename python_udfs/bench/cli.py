@@ -20,6 +20,7 @@ from python_udfs.bench.decode import (
     schemaless_lines,
 )
 from python_udfs.bench.large import LARGE_FILE_BYTES, large_file_bench
+from python_udfs.bench.peer import peer_bench
 from python_udfs.bench.pipeline import generate, pipeline_bench
 from python_udfs.bench.report import machine, page
 
@@ -80,6 +81,17 @@ def run(
             f"bench: {size} changes: first build {p['first_build']:.1f} s, +1% "
             f"{p['incremental']:.1f} s, full refresh {p['full_refresh']:.1f} s "
             f"({p['incremental'] / p['full_refresh']:.2f}), accounting {p['accounting_test']:.1f} s"
+        )
+    # the peer on one PostgreSQL feed: 5,000 changes (a small build's fixed cost), a tenth, all
+    peer_sizes = sorted({5_000, max(1000, events // 10), events}) if tenth else [min(events, 5_000)]
+    for size in peer_sizes:
+        runtime.log(f"bench: against the Spark SQL a user would write, {size} changes")
+        p = peer_bench(spark, work, size, rounds)
+        results.setdefault("peer", []).append(p)
+        runtime.log(
+            f"bench: {size} changes: dbt run --full-refresh {p['run']:.1f} s, dbt build "
+            f"--full-refresh {p['build']:.1f} s, the peer {p['peer']:.1f} s "
+            f"({p['run'] / p['peer']:.1f}x, {p['build'] / p['peer']:.1f}x)"
         )
     runtime.log("bench: decode per feed")
     results["per_format"] = per_format_bench(spark, work / "data-full", rounds)

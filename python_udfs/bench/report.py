@@ -106,6 +106,7 @@ def render(results: dict[str, Any]) -> str:
             f"| {p['events']:,} | {_mib(m['jvm'])} | {_mib(m['python_workers'])} | "
             f"{_mib(m['driver'])} |"
         )
+    lines += render_peer(results.get("peer") or [], results["pipeline"][-1])
     lines += render_large_files(results.get("large_files") or [])
     lines += render_decoder_goals(results)
     if results.get("age"):
@@ -145,6 +146,102 @@ def _verdict(value: float, goal: float, at_most: bool = True) -> str:
     return (
         f"**missed** by {(ratio - 1) * 100:.1f}%" if ratio < 1.1 else f"**missed** by {ratio:.2f}x"
     )
+
+
+def render_peer(peer: list[dict[str, Any]], largest: dict[str, Any]) -> list[str]:
+    """ChangeLake against the peer on one feed: times, goals beside figures, and the counts
+    where their tables differ."""
+    if not peer:
+        return []
+    lines = [
+        "",
+        "**Against the Spark SQL a user would write** (`python_udfs/bench/peer.py`), one "
+        "Debezium PostgreSQL feed landed at once, on a warm session: ChangeLake's `dbt run "
+        "--full-refresh` and `dbt build --full-refresh` (tests included, the accounting test "
+        "not) of the whole project, and the peer (`from_json` with explicit schemas, SCD-2 by "
+        "window functions, parquet out; median of the rounds):",
+        "",
+        "| changes | Kafka records | landed MiB | peer s | run s | build s | run / peer "
+        "| build / peer | expected state |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for p in peer:
+        lines.append(
+            f"| {p['events']:,} | {p['records']:,} | {p['bytes'] / 2**20:,.0f} | "
+            f"{p['peer']:.1f} | {p['run']:.1f} | {p['build']:.1f} | "
+            f"{p['run'] / p['peer']:.2f} | {p['build'] / p['peer']:.2f} | "
+            f"{'matched' if p['matched'] else 'DIFFERS'} |"
+        )
+    big = peer[-1]
+    small = min(peer, key=lambda p: p["events"])
+    rows = [
+        (
+            f"`dbt run --full-refresh` / peer at {big['events']:,} changes",
+            "<= 1.50",
+            big["run"] / big["peer"],
+            1.5,
+        ),
+        (
+            f"`dbt build --full-refresh` / peer at {big['events']:,} changes",
+            "<= 2.00",
+            big["build"] / big["peer"],
+            2.0,
+        ),
+        (
+            f"`dbt run --full-refresh` of {small['events']:,} changes, seconds",
+            "<= 15",
+            small["run"],
+            15.0,
+        ),
+        (
+            f"`dbt build --full-refresh` of {small['events']:,} changes, seconds",
+            "<= 15",
+            small["build"],
+            15.0,
+        ),
+        (
+            f"+1% increment / full refresh at {largest['events']:,} changes (six feeds, above)",
+            "<= 0.10",
+            largest["incremental"] / largest["full_refresh"],
+            0.1,
+        ),
+    ]
+    lines += ["", "| goal | target | figure | |", "|---|---:|---:|---|"]
+    lines += [
+        f"| {label} | {target} | {figure:.2f} | {_verdict(figure, goal)} |"
+        for label, target, figure, goal in rows
+    ]
+    lines += [
+        "",
+        f"Where ChangeLake's time goes at {big['events']:,} changes (dbt node seconds by layer, "
+        "summed over the build's threads):",
+        "",
+        "| layer | run s | build s |",
+        "|---|---:|---:|",
+    ]
+    run, build = big["run_layers"], big["build_layers"]
+    for layer in sorted(set(run) | set(build), key=lambda k: -build.get(k, 0.0)):
+        lines.append(f"| {layer} | {run.get(layer, 0.0):.1f} | {build.get(layer, 0.0):.1f} |")
+    d = big["differences"]
+    lines += [
+        "",
+        f"Where the tables differ at {big['events']:,} changes, and why (the peer does "
+        "less, not the same faster):",
+        "",
+        "| | peer | ChangeLake | why |",
+        "|---|---:|---:|---|",
+        f"| versions (history rows) | {d['peer_versions']:,} | {d['versions']:,} | the peer "
+        f"keeps {d['noop_kept']:,} updates that changed nothing as versions, and "
+        f"{d['toast_kept']:,} versions hold a TOAST placeholder as a value |",
+        f"| current rows | {d['peer_current']:,} | {d['current']:,} | the peer ignores "
+        f"{d['truncates']:,} truncate(s): {d['open_after_truncate']:,} of its current rows "
+        "predate one |",
+        f"| records set aside | {d['unparsed']:,} dropped unseen | {d['quarantined']:,} "
+        "quarantined with a reason | the peer's `from_json` gives null for a line it cannot "
+        "parse, and the line is gone; ChangeLake also quarantines a well-formed record it "
+        "cannot decode |",
+    ]
+    return lines
 
 
 def render_large_files(large: list[dict[str, Any]]) -> list[str]:
@@ -464,10 +561,15 @@ below; the ratios within one run are what compare across machines. No test asser
 3. **Incremental**: the generator's last 1% (late files included) built after the first build;
    its seconds over a full refresh's.
 4. **Memory**: peak resident memory of the JVM, the Python workers and the driver.
-5. **Large files**: one landed file of 256 MiB and one of 1 GiB in each landing shape, decoded
+5. **Against the Spark SQL a user would write**: one Debezium PostgreSQL feed of 5,000
+   changes, a tenth of `--events` and all of them, built by ChangeLake (`dbt run
+   --full-refresh`, then `dbt build --full-refresh`, the whole project) and by a plain Spark
+   SQL pipeline in the same session (`python_udfs/bench/peer.py`): the ratios, and the counts
+   where the two disagree.
+6. **Large files**: one landed file of 256 MiB and one of 1 GiB in each landing shape, decoded
    with the default driver memory: seconds, the JVM's heap peak, and whether every line kept
    its number.
-6. **Age**: `--age-runs` consecutive `dbt build` runs over equal increments of a world that ages
+7. **Age**: `--age-runs` consecutive `dbt build` runs over equal increments of a world that ages
    without growing: seconds per run, storage against a fresh full refresh of the same input,
    reads of `cdc_current`, one key's `cdc_history` and a typed current model; then builds with
    nothing new, and `cdc_current` against a parquet copy of its rows.

@@ -37,6 +37,17 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert [p["events"] for p in results["pipeline"]] == [3_000]
     assert all(p["matched"] for p in results["pipeline"])
     assert {f["feed"] for f in results["per_format"]} == set(FEEDS)
+    # the peer on one PostgreSQL feed: built, and its differences from ChangeLake counted
+    (peer,) = results["peer"]
+    assert peer["events"] == 3_000
+    assert peer["matched"]
+    assert all(peer[k] > 0 for k in ("run", "build", "peer"))
+    differences = peer["differences"]
+    assert differences["peer_versions"] > differences["noop_kept"] > 0
+    assert differences["toast_kept"] > 0
+    assert differences["truncates"] >= 1
+    assert differences["open_after_truncate"] > 0
+    assert differences["peer_current"] > differences["current"] > 0
     large = results["large_files"]
     assert [(f["shape"], f["exact"], f["errors"]) for f in large] == [
         ("kcat", True, 0),
@@ -65,6 +76,10 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert "The +1% increment's slowest nodes:" in text
     assert "The full refresh's slowest nodes:" in text
     assert "| line numbers and offsets | the accounting's count of its lines |" in text
+    assert "**Against the Spark SQL a user would write**" in text
+    assert "| `dbt run --full-refresh` / peer at 3,000 changes | <= 1.50 |" in text
+    assert "| `dbt build --full-refresh` of 3,000 changes, seconds | <= 15 |" in text
+    assert "| versions (history rows) |" in text
     age = results["age"]
     assert [r["run"] for r in age["runs"]] == [1, 2]
     assert age["matched"]
