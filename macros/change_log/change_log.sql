@@ -184,49 +184,28 @@ unmatched_halves as (
 ),
 
 single_changes as (
+    select {{ columns | join(', ') }}
+    from flagged
+    where not is_update_half and source_engine is distinct from 'sqlserver'
+    union all
+    -- a SQL Server PK change: a delete (event_serial_no 1) and an insert (2) on the same LSNs;
+    -- the window sorts the SQL Server changes alone (row-group statistics skip other feeds)
     select
-        change_id,
-        feed,
-        topic,
-        kafka_partition,
-        kafka_offset,
-        row_index,
-        landed_file,
-        landed_line,
-        envelope_format,
-        source_engine,
-        source_name,
-        database_name,
-        schema_name,
-        table_name,
-        kind,
-        op,
-        op_raw,
-        key_json,
-        before_json,
-        after_json,
-        unavailable_columns,
-        column_types,
+        {%- for column in columns %}
+        {%- if column == 'linked_key_json' %}
         coalesce(
             linked_key_json,
-            -- SQL Server PK change: delete (event_serial_no 1) and insert (2) on the same LSNs
             case
-                when source_engine = 'sqlserver' and op = 'c'
-                    then max(case when op = 'd' then key_json end) over lsn_pair
-                when source_engine = 'sqlserver' and op = 'd'
-                    then max(case when op = 'c' then key_json end) over lsn_pair
+                when op = 'c' then max(case when op = 'd' then key_json end) over lsn_pair
+                when op = 'd' then max(case when op = 'c' then key_json end) over lsn_pair
             end
-        ) as linked_key_json,
-        position,
-        transaction_id,
-        committed_at,
-        captured_at,
-        kafka_timestamp,
-        landed_at,
-        is_snapshot,
-        source_batch_id
+        ) as linked_key_json{{ ',' if not loop.last }}
+        {%- else %}
+        {{ column }}{{ ',' if not loop.last }}
+        {%- endif %}
+        {%- endfor %}
     from flagged
-    where not is_update_half
+    where not is_update_half and source_engine = 'sqlserver'
     window lsn_pair as (
         partition by feed, source_name, database_name, schema_name, table_name,
             substring_index(position, '/', 2)
