@@ -158,8 +158,8 @@ def render_peer(peer: list[dict[str, Any]], largest: dict[str, Any]) -> list[str
         "**Against the Spark SQL a user would write** (`python_udfs/bench/peer.py`), one "
         "Debezium PostgreSQL feed landed at once, after a first `dbt run` of it (untimed): "
         "ChangeLake's `dbt run --full-refresh` and `dbt build --full-refresh` (tests included, "
-        "the accounting test not) of the whole project, and the peer (`from_json` with explicit schemas, SCD-2 by "
-        "window functions, parquet out; median of the rounds):",
+        "the accounting test not) of the whole project, and the peer (`from_json` with "
+        "explicit schemas, SCD-2 by window functions, parquet out; median of the rounds):",
         "",
         "| changes | Kafka records | landed MiB | peer s | run s | build s | run / peer "
         "| build / peer | expected state |",
@@ -563,9 +563,9 @@ below; the ratios within one run are what compare across machines. No test asser
 4. **Memory**: peak resident memory of the JVM, the Python workers and the driver.
 5. **Against the Spark SQL a user would write**: one Debezium PostgreSQL feed of 5,000
    changes, a tenth of `--events` and all of them, built by ChangeLake (a first `dbt run`,
-   untimed; then `dbt run --full-refresh` and `dbt build --full-refresh`, the whole project) and by a plain Spark
-   SQL pipeline in the same session (`python_udfs/bench/peer.py`): the ratios, and the counts
-   where the two disagree.
+   untimed; then `dbt run --full-refresh` and `dbt build --full-refresh`, the whole project)
+   and by a plain Spark SQL pipeline in the same session (`python_udfs/bench/peer.py`): the
+   ratios, and the counts where the two disagree.
 6. **Large files**: one landed file of 256 MiB and one of 1 GiB in each landing shape, decoded
    with the default driver memory: seconds, the JVM's heap peak, and whether every line kept
    its number.
