@@ -8,7 +8,8 @@
     writes its (empty) result into the table's folder before the metastore holds the table, so
     a kill within it left a folder that no target but the embedded one removes. A plain CREATE
     TABLE writes no file; killed within it, it leaves at most an empty folder, which does not
-    block. Other tables, views and temporary views are built as dbt-spark builds them.
+    block. A body that found nothing to read leaves the table empty with no insert. Other
+    tables, views and temporary views are built as dbt-spark builds them.
 #}
 {% macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
     {%- if temporary or language != 'sql' or config.get('materialized') != 'incremental' -%}
@@ -30,6 +31,11 @@
         {{ location_clause() }}
         {{ comment_clause() }}
     {%- endcall -%}
+    {%- if changelake_batch_is_empty() -%}
+        {#- the body found nothing to read (a feed with no file): the table stays empty -#}
+        select 0 as rows_inserted
+    {%- else -%}
     insert into {{ relation }} by name
     {{ query }}
+    {%- endif -%}
 {%- endmacro %}
