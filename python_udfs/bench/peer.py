@@ -129,16 +129,18 @@ def peer_pipeline(spark: Any, files: list[str], out: Path) -> None:
 
 def peer_differences(spark: Any, files: list[str], out: Path, schema: str) -> dict[str, Any]:
     """Where the peer's tables and ChangeLake's differ, and the cases behind it (untimed)."""
-    spark.read.text(files).createOrReplaceTempView("peer_lines")
-    history = spark.read.parquet(str(out / "history"))
-    history.createOrReplaceTempView("peer_history")
+    spark.read.parquet(str(out / "history")).createOrReplaceTempView("peer_history")
+    # each line's kcat fields, parsed once
+    spark.read.text(files).selectExpr(f"from_json(value, '{_KCAT}') as m").createOrReplaceTempView(
+        "peer_messages"
+    )
     spark.sql(
-        f"""
+        """
 select e.source.table as table_name, e.source.lsn as lsn from (
-  select from_json(from_json(value, '{_KCAT}').payload,
+  select from_json(m.payload,
                    'struct<payload: struct<op: string, source: struct<table: string, lsn: bigint>>>'
                   ).payload as e
-  from peer_lines)
+  from peer_messages)
 where e.op = 't'
 """
     ).createOrReplaceTempView("peer_truncates")
@@ -149,17 +151,17 @@ select
   (select count(*) from peer_history where is_current) as peer_current,
   (select count(*) from {schema}.cdc_history where feed = '{FEED}') as versions,
   (select count(*) from {schema}.cdc_current where feed = '{FEED}') as current,
-  (select count(*) from peer_lines) as lines,
-  (select count(*) from peer_lines where from_json(value, '{_KCAT}').topic is null
-     or (from_json(value, '{_KCAT}').payload is not null
-         and from_json(value, '{_KCAT}').payload not like '{{%}}')) as unparsed,
+  (select count(*) from peer_messages) as lines,
+  (select count(*) from peer_messages where m.topic is null
+     or (m.payload is not null and m.payload not like '{{%}}')) as unparsed,
   (select count(*) from {schema}.cdc_quarantine where feed = '{FEED}') as quarantined,
   (select count(*) from peer_history where to_json(row) like '%{TOAST}%') as toast_kept,
   (select count(*) from (
-     select to_json(row) = to_json(lag(row) over (partition by table_name, key order by
-            valid_from_lsn)) and lag(valid_to_lsn) over (partition by table_name, key order by
-            valid_from_lsn) = valid_from_lsn as same
-     from peer_history) where same) as noop_kept,
+     select to_json(row) = to_json(lag(row) over in_order)
+            and lag(valid_to_lsn) over in_order = valid_from_lsn as same
+     from peer_history
+     window in_order as (partition by table_name, key order by valid_from_lsn)) where same)
+     as noop_kept,
   (select count(*) from peer_truncates) as truncates,
   (select count(*) from peer_history h join peer_truncates t
      on h.table_name = t.table_name and h.is_current and h.valid_from_lsn < t.lsn)
