@@ -241,4 +241,7 @@ def register(spark: Any) -> list[str]:
     line_udf = arrow_udf(lines_in_blocks, "bigint").asNondeterministic()
     spark.udf.register("changelake_line_in_block", line_udf)
     spark.udf.register("changelake_gzip_lines", arrow_udf(gzip_line_counts, "bigint"))
+    from python_udfs.landed import data_source
+
+    spark.dataSource.register(data_source())
     return list(UDF_NAMES)

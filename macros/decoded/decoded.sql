@@ -27,7 +27,41 @@
             it), nothing inserted, nothing committed -#}
         {{ return(changelake_note_nothing_new() ~ 'select * from ' ~ this ~ ' where false') }}
     {%- endif -%}
-    {{ return(adapter.dispatch('changelake_decoded', 'changelake')(feed, meta, files)) }}
+    {%- if var('changelake_decode_reader', 'files') == 'lines' -%}
+        {{ return(adapter.dispatch('changelake_decoded', 'changelake')(feed, meta, files)) }}
+    {%- endif -%}
+    {{ return(changelake_decoded_from_files(feed, meta, files)) }}
+{% endmacro %}
+
+{#
+    purpose: the decoded model's body read by the Python worker: the data source
+    changelake_landed (python_udfs/landed.py) opens the new files, splits their lines, reads
+    each Kafka record and decodes it; a temporary view of it, named for the feed, holds the
+    run's file list. The lineage, layout and quarantine columns come back decoded.
+#}
+{% macro changelake_decoded_from_files(feed, meta, files) %}
+    {%- if not files %}
+{{ changelake_note_nothing_new() }}
+    {%- endif %}
+    {%- set view = changelake_quoted('changelake_landed__' ~ feed) -%}
+    {%- set listed = [] -%}
+    {%- for file in files -%}
+        {%- do listed.append('[' ~ tojson(file[0] | string) ~ ',' ~ file[1] | int ~ ',' ~ file[2] | int ~ ']') -%}
+    {%- endfor -%}
+    {%- do run_query('create or replace temporary view ' ~ view ~ ' using changelake_landed options ('
+        ~ 'files ' ~ changelake_literal('[' ~ listed | join(',') ~ ']') ~ ', '
+        ~ 'format ' ~ changelake_literal(meta.envelope_format) ~ ', '
+        ~ 'shape ' ~ changelake_literal(meta.shape) ~ ')') -%}
+select
+    -- ids
+    {{ changelake_literal(feed) }} as feed,
+    '{{ invocation_id }}' as batch_id,
+    -- lineage, the decoded change (the common layout), the quarantine, the Kafka and landing times
+    landed.*,
+    current_timestamp() as decoded_at,
+    -- the table's partition (macros/ledger/segments.sql)
+    {{ changelake_segment_column() }}
+from {{ view }} as landed
 {% endmacro %}
 
 {% macro default__changelake_decoded(feed, meta, files) %}

@@ -494,6 +494,81 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
     )
     assert quarantined == failed >= 20
 
+    # awkward landed files, then the decoded tables the Python reader wrote (incrementally)
+    # equal what the text-table path reads of every file from scratch, column for column
+    _land_awkward_files(dbt, tmp_path / "awkward", landed)
+    dbt("run", "--select", "path:models/decoded")
+    read_by_python = _decoded_tables(spark, dbt.schema)
+    dbt(
+        "run",
+        "--select",
+        "path:models/decoded",
+        "--full-refresh",
+        "--vars",
+        "changelake_decode_reader: lines",
+    )
+    read_as_text = _decoded_tables(spark, dbt.schema)
+    assert read_by_python.keys() == read_as_text.keys() == {f"decoded_{f}" for f in FEED_FORMATS}
+    for table, rows in read_as_text.items():
+        assert read_by_python[table] == rows, table
+    awkward = read_as_text["decoded_canal_inventory"] + read_as_text["decoded_sqlserver_inventory"]
+    assert sum(1 for r in awkward if "awkward" in (r["landed_file"] or "")) >= 12
+
+
+def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, list[str]]]]) -> None:
+    """Files a reader can trip on: CRLF line ends, blank lines, a last line without its line
+    end, invalid UTF-8, malformed kcat lines (not JSON, a field of the wrong type, no offset, an
+    array), and Kafka Connect sink files (whole gzip, cut gzip, not gzip, plain)."""
+    (_, canal_lines), *_ = landed["canal_inventory"]
+    good = canal_lines[0].encode()
+    awkward = folder / "awkward-canal.json"
+    awkward.parent.mkdir(parents=True, exist_ok=True)
+    awkward.write_bytes(
+        b"\r\n".join(
+            [
+                good,
+                b"",
+                b"not json at all",
+                b'{"topic": "t", "partition": "zero", "offset": 1, "payload": "{}"}',
+                b'{"topic": "t", "partition": 0, "payload": "{}"}',
+                b'[{"topic": "t", "partition": 0, "offset": 2}]',
+                b'{"topic": "t", "partition": 0, "offset": 3, "payload": "\xff\xfe"}',
+                b"   ",
+                good,
+            ]
+        )
+        + b"\n\n"
+        + good
+    )
+    dbt.land("canal_inventory", awkward)
+    values = [
+        json.loads(line)["payload"] for _, lines in landed["sqlserver_inventory"] for line in lines
+    ]
+    values = [v for v in values if v][:5]
+    whole = gzip.compress(("\n".join(values) + "\n").encode())
+    sink = {
+        "awkward.dbo.t+0+100.json.gz": whole,
+        "awkward.dbo.t+0+200+204.json.gz": whole,
+        "awkward.dbo.t+1+300.json.gz": whole[: len(whole) // 2],
+        "awkward.dbo.t+2+400.json.gz": b"not gzip\n",
+        "awkward.dbo.t+3+500.json": ("\n".join(values) + "\r\n\n").encode(),
+    }
+    for name, content in sink.items():
+        (folder / name).write_bytes(content)
+        dbt.land("sqlserver_inventory", folder / name)
+
+
+def _decoded_tables(spark, schema: str) -> dict[str, list[dict]]:
+    """Every decoded table's rows, but for the columns a run sets (batch, decode time,
+    segment), sorted."""
+    tables = {}
+    for feed in FEED_FORMATS:
+        table = f"decoded_{feed}"
+        frame = spark.table(f"{schema}.{table}").drop("batch_id", "decoded_at", "segment")
+        rows = [r.asDict(recursive=True) for r in frame.collect()]
+        tables[table] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return tables
+
 
 def _compiled_runs(name: str) -> list[Path]:
     """The SQL files called ``name`` that dbt ran, in this process's target folder (conftest)."""
