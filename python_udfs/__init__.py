@@ -8,7 +8,8 @@ decode(envelope_format, key, value, headers=None) -> list[dict]
 ENVELOPE_FORMATS
     The envelope format names ``decode`` accepts.
 register_udfs(spark)
-    Register every ChangeLake UDF on a SparkSession (see :mod:`python_udfs.spark_udfs`).
+    Register every ChangeLake UDF on a SparkSession (see :mod:`python_udfs.spark_udfs`) and the
+    data source that reads landed files (:mod:`python_udfs.landed`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ from python_udfs.registry import ENVELOPE_FORMATS, decode, decode_unchecked, par
 
 
 def register_udfs(spark: Any) -> list[str]:
-    """Register every ChangeLake UDF on ``spark``; return their SQL names."""
+    """Register every ChangeLake UDF and the data source ``changelake_landed`` on ``spark``;
+    return the UDFs' SQL names."""
+    from python_udfs.landed import LandedFiles
     from python_udfs.spark_udfs import register
 
-    return register(spark)
+    names = register(spark)
+    spark.dataSource.register(LandedFiles)
+    return names
 
 
 __all__ = [

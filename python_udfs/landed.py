@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 import orjson
 import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from python_udfs.layout import FIELD_NAMES, FIELDS
 from python_udfs.registry import decode_unchecked, header_pairs
@@ -172,10 +174,11 @@ def range_lines(path: str, start: int, end: int) -> Iterator[bytes]:
         yield from _split(_chunks(stream, end - start))
 
 
-def _chunks(stream: Any, length: int) -> Iterator[bytes]:
+def _chunks(stream: Any, length: int, step: int = _READ_BYTES) -> Iterator[bytes]:
+    """The next ``length`` bytes of ``stream``, ``step`` at a time (fewer if it ends)."""
     left = length
     while left > 0:
-        chunk = stream.read(min(_READ_BYTES, left))
+        chunk = stream.read(min(step, left))
         if not chunk:
             return
         left -= len(chunk)
@@ -194,16 +197,24 @@ def _split(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield pending
 
 
-def gzip_lines(path: str) -> Iterator[bytes] | None:
+def gzip_lines(path: str, size: int) -> Iterator[bytes] | None:
     """The lines of a whole gzip file, or None when it is not whole gzip (cut short, not gzip,
-    bytes after its last member): checked over all its bytes before any line is given."""
-    from python_udfs.spark_udfs import _inflated, gzip_line_count
+    bytes after its last member): the file is inflated once to check it before any line is
+    given, then again for its lines, a step at a time (no more of it is held than a step)."""
+    from python_udfs.spark_udfs import _GZIP_IN, _inflated
 
-    with open_file(path) as stream:
-        content = stream.read()
-    if gzip_line_count(content) is None:
+    try:
+        with open_file(path) as stream:
+            for _ in _inflated(_chunks(stream, size, _GZIP_IN)):
+                pass
+    except (zlib.error, EOFError):
         return None
-    return _split(_inflated(memoryview(content)))
+
+    def lines() -> Iterator[bytes]:
+        with open_file(path) as stream:
+            yield from _split(_inflated(_chunks(stream, size, _GZIP_IN)))
+
+    return lines()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +329,7 @@ def read_task(
                     envelope_format,
                 )
             if path.endswith(".gz"):
-                lines = gzip_lines(path)
+                lines = gzip_lines(path, size)
                 if lines is None:
                     continue
             else:
@@ -461,41 +472,42 @@ def _flat(decoded: list[list[dict[str, Any]] | None]) -> list[dict[str, Any] | N
 # the Spark data source
 
 
-def data_source() -> type:
-    """The data source class (pyspark imported only where Spark runs)."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+class LandedReader(DataSourceReader):
+    """Plans a run's files into tasks (on the driver) and reads a task (in a worker)."""
 
-    class LandedReader(DataSourceReader):
-        def __init__(self, options: dict[str, str], schema: Any) -> None:
-            self.files = orjson.loads(options["files"])
-            self.envelope_format = options["format"]
-            self.shape = options.get("shape", "auto")
-            self.split_bytes = int(options.get("split_bytes", 128 << 20))
-            self.schema = schema
+    def __init__(self, options: dict[str, str], schema: Any) -> None:
+        self.files = orjson.loads(options["files"])
+        self.envelope_format = options["format"]
+        self.shape = options.get("shape", "auto")
+        self.split_bytes = int(options.get("split_bytes", 128 << 20))
+        self.schema = schema
 
-        def partitions(self) -> list[InputPartition]:
-            # tasks of a quarter of the bytes a core, as Spark splits files (planned on the
-            # driver: its cores stand for the cluster's), at most split_bytes
-            total = sum(file[1] for file in self.files)
-            cores = os.cpu_count() or 2
-            split = min(self.split_bytes, max(_MIN_SPLIT, total // (4 * cores)))
-            return [InputPartition(task) for task in plan(self.files, split)]
+    def partitions(self) -> list[InputPartition]:
+        # tasks of a quarter of the bytes a core, as Spark splits files (planned on the driver:
+        # its cores stand for the cluster's), at most split_bytes
+        total = sum(file[1] for file in self.files)
+        cores = os.cpu_count() or 2
+        split = min(self.split_bytes, max(_MIN_SPLIT, total // (4 * cores)))
+        return [InputPartition(task) for task in plan(self.files, split)]
 
-        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-            from pyspark.sql.pandas.types import to_arrow_schema
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from pyspark.sql.pandas.types import to_arrow_schema
 
-            arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
-            yield from read_task(partition.value, self.envelope_format, self.shape, arrow_schema)
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        yield from read_task(partition.value, self.envelope_format, self.shape, arrow_schema)
 
-    class LandedFiles(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "changelake_landed"
 
-        def schema(self) -> str:
-            return SCHEMA
+class LandedFiles(DataSource):
+    """``changelake_landed``: options ``files`` (JSON: [[path, size, modification time in
+    epoch microseconds], ...]), ``format`` (the envelope format text), ``shape`` (kcat,
+    connect or auto) and ``split_bytes`` (the most a task reads)."""
 
-        def reader(self, schema: Any) -> DataSourceReader:
-            return LandedReader(self.options, schema)
+    @classmethod
+    def name(cls) -> str:
+        return "changelake_landed"
 
-    return LandedFiles
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return LandedReader(self.options, schema)

@@ -154,27 +154,30 @@ def gzip_line_count(content: bytes | memoryview | None) -> int | None:
     if content is None:
         return None
     try:
-        return _count_lines(_inflated(memoryview(content)))
+        return _count_lines(_inflated(byte_chunks(memoryview(content))))
     except (zlib.error, EOFError):
         return None
 
 
-def _inflated(data: memoryview) -> Iterator[bytes]:
-    """The text of the gzip members in ``data``, in steps; EOFError when it is cut short or
-    is not gzip, zlib.error when a member is damaged."""
-    position, size = 0, len(data)
+def _inflated(chunks: Iterator[bytes | memoryview]) -> Iterator[bytes]:
+    """The text of the gzip members in the bytes ``chunks`` give, in steps; EOFError when it
+    is cut short or is not gzip, zlib.error when a member is damaged."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     pending: bytes | memoryview = b""
+    exhausted = False
     while True:
-        if not pending and position < size:
-            pending = data[position : position + _GZIP_IN]
-            position += _GZIP_IN
+        if not pending and not exhausted:
+            chunk = next(chunks, None)
+            exhausted = chunk is None
+            pending = b"" if chunk is None else chunk
         if inflater.eof:
             # what follows a member: nothing, another member, or NUL padding to the end
             if not pending:
-                return
+                if exhausted:
+                    return
+                continue
             if pending[:1] == b"\0":
-                if bytes(pending).strip(b"\0") or bytes(data[position:size]).strip(b"\0"):
+                if bytes(pending).strip(b"\0") or any(bytes(c).strip(b"\0") for c in chunks):
                     raise EOFError("bytes after the last gzip member")
                 return
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -182,8 +185,13 @@ def _inflated(data: memoryview) -> Iterator[bytes]:
         pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
         if text:
             yield text
-        if not inflater.eof and not text and not pending and position >= size:
+        if not inflater.eof and not text and not pending and exhausted:
             raise EOFError("the gzip stream ends before its end marker")
+
+
+def byte_chunks(data: memoryview) -> Iterator[memoryview]:
+    """``data`` in the steps a compressed file is inflated in."""
+    return (data[i : i + _GZIP_IN] for i in range(0, len(data), _GZIP_IN))
 
 
 def _count_lines(texts: Iterator[bytes]) -> int:
@@ -241,7 +249,4 @@ def register(spark: Any) -> list[str]:
     line_udf = arrow_udf(lines_in_blocks, "bigint").asNondeterministic()
     spark.udf.register("changelake_line_in_block", line_udf)
     spark.udf.register("changelake_gzip_lines", arrow_udf(gzip_line_counts, "bigint"))
-    from python_udfs.landed import data_source
-
-    spark.dataSource.register(data_source())
     return list(UDF_NAMES)
