@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from python_udfs import generator, runtime
-from python_udfs.bench.measure import Sampler, timed
+from python_udfs.bench.measure import MemoryPeaks, Sampler, timed
 from python_udfs.bench.pipeline import compiled_sql, dbt_command, generate, world
 from python_udfs.generator.landing import MALFORMED
 
@@ -143,7 +143,7 @@ def large_file_bench(
             spark.sql(f"drop schema if exists {schema} cascade")
             with world(work, landing, schema):
                 land_files(feed, [source], str(landing), home)
-                with HeapPeak(spark) as heap:
+                with HeapPeak(spark) as heap, MemoryPeaks() as memory:
                     seconds = timed(
                         lambda feed=feed: dbt_command("run", "--select", f"decoded_{feed}")
                     )
@@ -179,6 +179,8 @@ def large_file_bench(
                     "heap_peak": heap.peak,
                     "heap_after_gc": heap.peak_after_gc,
                     "heap_live": live_peak,
+                    # the Python workers that read and decode the file (resident, summed)
+                    "python_peak": memory.peaks["python_workers"],
                     "landed_counted": counted,
                     "count_seconds": count_seconds,
                     "count_heap_peak": count_heap.peak,

@@ -30,7 +30,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     )
     decode = results["decode"]
     assert decode["records"] > 3_000  # row changes plus markers, heartbeats, tombstones
-    assert all(decode[k] > 0 for k in ("floor", "native", "transfer", "udf"))
+    assert all(decode[k] > 0 for k in ("floor", "native", "transfer", "udf", "reader"))
     for python in (decode["python"], results["decode_schemaless"]["python"]):
         assert python["records"] > 3_000
         assert all(python[k] > 0 for k in ("to_python", "parse", "to_arrow", "whole"))
@@ -56,6 +56,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     ] * 2
     assert all(f["compressed_bytes"] > 0 for f in large if f["shape"] == "sink.gz")
     assert all(f["heap_live"] > 0 for f in large)
+    assert all(f["python_peak"] > 0 for f in large)
     assert all(f["landed_counted"] == f["records"] for f in large)
     results["commit"] = "abc1234"
     docs = tmp_path / "docs"
@@ -68,6 +69,7 @@ def test_benchmark_runs_small_and_writes_its_tables(spark, tmp_path):
     assert f"from `{kept.name}` (commit `abc1234`)" in text
     assert "## Method" in text
     assert "| ChangeLake UDF" in text
+    assert "| ChangeLake reader: the Python workers read and decode the files |" in text
     assert "| transfer: to the Python worker and back, no decoding |" in text
     assert "| the whole batch, as the UDF runs it |" in text
     assert "changes/s (full)" in text
