@@ -95,7 +95,10 @@ def open_file(path: str) -> Any:
         return open(local, "rb")
     from pyarrow import fs
 
-    filesystem, inner = fs.FileSystem.from_uri(path)
+    scheme, _, rest = path.partition("://")
+    # Hadoop's names for S3 (hadoop-aws) are the same objects to pyarrow's S3 file system
+    uri = f"s3://{rest}" if scheme in ("s3a", "s3n") else path
+    filesystem, inner = fs.FileSystem.from_uri(uri)
     return filesystem.open_input_stream(inner)
 
 
