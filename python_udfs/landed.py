@@ -99,7 +99,7 @@ def open_file(path: str) -> Any:
     # Hadoop's names for S3 (hadoop-aws) are the same objects to pyarrow's S3 file system
     uri = f"s3://{rest}" if scheme in ("s3a", "s3n") else path
     filesystem, inner = fs.FileSystem.from_uri(uri)
-    return filesystem.open_input_stream(inner)
+    return filesystem.open_input_file(inner)
 
 
 # ---------------------------------------------------------------------------------------------
