@@ -486,11 +486,12 @@ class LandedReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        # tasks of a quarter of the bytes a core, as Spark splits files (planned on the driver:
-        # its cores stand for the cluster's), at most split_bytes
+        # tasks of a quarter of the bytes a core (planned on the driver: its cores stand for
+        # the cluster's), at least _MIN_SPLIT, at most split_bytes
         total = sum(file[1] for file in self.files)
         cores = os.cpu_count() or 2
-        split = min(self.split_bytes, max(_MIN_SPLIT, total // (4 * cores)))
+        least = min(_MIN_SPLIT, self.split_bytes)
+        split = min(self.split_bytes, max(least, total // (4 * cores)))
         return [InputPartition(task) for task in plan(self.files, split)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -37,7 +37,8 @@
     purpose: the decoded model's body read by the Python worker: the data source
     changelake_landed (python_udfs/landed.py) opens the new files, splits their lines, reads
     each Kafka record and decodes it; a temporary view of it, named for the feed, holds the
-    run's file list. The lineage, layout and quarantine columns come back decoded.
+    run's file list. The lineage, layout and quarantine columns come back decoded. A task
+    reads at most spark.sql.files.maxPartitionBytes of a plain file, as Spark's splits do.
 #}
 {% macro changelake_decoded_from_files(feed, meta, files) %}
     {%- if not files %}
@@ -51,7 +52,8 @@
     {%- do run_query('create or replace temporary view ' ~ view ~ ' using changelake_landed options ('
         ~ 'files ' ~ changelake_literal('[' ~ listed | join(',') ~ ']') ~ ', '
         ~ 'format ' ~ changelake_literal(meta.envelope_format) ~ ', '
-        ~ 'shape ' ~ changelake_literal(meta.shape) ~ ')') -%}
+        ~ 'shape ' ~ changelake_literal(meta.shape) ~ ', '
+        ~ 'split_bytes ' ~ changelake_literal(changelake_conf_bytes('spark.sql.files.maxPartitionBytes')) ~ ')') -%}
 select
     -- ids
     {{ changelake_literal(feed) }} as feed,

@@ -101,15 +101,17 @@
     per core, capped by the former)
 #}
 {% macro changelake_single_block_bytes() %}
-    {%- set sizes = [] -%}
-    {%- for conf in ('spark.sql.files.maxPartitionBytes', 'spark.sql.files.openCostInBytes') -%}
-        {%- set text = run_query('set ' ~ conf).rows[0][1] | string | lower -%}
-        {%- set units = {'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5} -%}
-        {%- set match = modules.re.fullmatch('([0-9]+)([kmgtp]?)b?', text) -%}
-        {%- if match is none -%}
-            {{ exceptions.raise_compiler_error(conf ~ " is '" ~ text ~ "', not a size in bytes") }}
-        {%- endif -%}
-        {%- do sizes.append((match.group(1) | int) * units.get(match.group(2), 1)) -%}
-    {%- endfor -%}
-    {{ return(sizes | min) }}
+    {{ return([changelake_conf_bytes('spark.sql.files.maxPartitionBytes'),
+        changelake_conf_bytes('spark.sql.files.openCostInBytes')] | min) }}
+{% endmacro %}
+
+{# purpose: a Spark setting that is a size (`128MB`, `4m`, `2048`), in bytes #}
+{% macro changelake_conf_bytes(conf) %}
+    {%- set text = run_query('set ' ~ conf).rows[0][1] | string | lower -%}
+    {%- set units = {'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4, 'p': 1024 ** 5} -%}
+    {%- set match = modules.re.fullmatch('([0-9]+)([kmgtp]?)b?', text) -%}
+    {%- if match is none -%}
+        {{ exceptions.raise_compiler_error(conf ~ " is '" ~ text ~ "', not a size in bytes") }}
+    {%- endif -%}
+    {{ return((match.group(1) | int) * units.get(match.group(2), 1)) }}
 {% endmacro %}

@@ -422,8 +422,9 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
 
 
 def test_line_numbers_and_offsets_stay_exact_when_a_file_is_read_in_blocks(dbt, spark, tmp_path):
-    """An uncompressed file is read line by line in blocks (Spark's splits), so a file of any
-    size streams through; here blocks of 2 KB cut files of 30-180 KB into many, mid-line. A
+    """An uncompressed file is read line by line in byte ranges (at most
+    spark.sql.files.maxPartitionBytes each, cut at line ends), so a file of any size streams
+    through; here ranges of about 2 KB cut files of 30-180 KB into many. A
     Connect sink file (Windows line ends, blank lines) and a kcat file: every line keeps its
     exact number in its file, so a sink record's offset is its start offset plus its line;
     every record decodes as that line of the file does on its own (the generator's malformed
