@@ -286,9 +286,12 @@ def render_large_files(large: list[dict[str, Any]]) -> list[str]:
         "decode holds alive, where the heap after GC above also counts garbage promoted to the "
         "old generation. The accounting's count: the landed records of the file as "
         "`assert_every_landed_record_is_accounted_for` counts them (its non-empty lines, read "
-        "line by line; a compressed file's inflated in steps in the Python worker, apart from "
-        "the text reader that decodes it), with the heap's peak in use while it ran. A "
-        "compressed file is read in one task (gzip cannot be split): one core decodes it.",
+        "line by line by Spark's text reader; a compressed file's counted in the Python worker "
+        "from its bytes), apart from the reader that decodes it, with the heap's peak in use "
+        "while it ran. The decode runs in the Python workers, so the JVM heap holds little of "
+        "it: the Python workers' peak resident memory (summed over the workers, so shared "
+        "pages count more than once) is what grows if the reading holds a file. A compressed "
+        "file is read in one task (gzip cannot be split): one core decodes it.",
     ]
     return lines
 
