@@ -166,7 +166,7 @@ def render(config: dict[str, dict[str, Any]]) -> dict[Path, str]:
     files[DECODED_YML] = _per_feed_yml(
         feeds,
         "decoded_{feed}",
-        "Every landed record of the `{feed}` feed decoded once by the `changelake_decode` UDF "
+        "Every landed record of the `{feed}` feed read and decoded once by the Python workers "
         "into the common layout: one row per change (a Canal message can carry several), one "
         "row with `error_reason` for a record that failed. Incremental and append-only; each "
         "run reads only the files no committed batch has tried.",
