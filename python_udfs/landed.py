@@ -141,7 +141,11 @@ def _ranges(path: str, size: int, split_bytes: int) -> list[tuple[int, int, int]
     lines = 0
     offset = 0
     target = split_bytes
-    with open_file(path) as stream:
+    try:
+        stream = open_file(path)
+    except FileNotFoundError:
+        return [(0, size, 0)]  # gone: its task finds it so and sends its marker alone
+    with stream:
         while offset < size:
             chunk = stream.read(min(_READ_BYTES, size - offset))
             if not chunk:
@@ -168,13 +172,22 @@ def _ranges(path: str, size: int, split_bytes: int) -> list[tuple[int, int, int]
 # reading: lines of a range
 
 
-def range_lines(path: str, start: int, end: int) -> Iterator[bytes]:
+def range_lines(path: str, start: int, end: int) -> Iterator[bytes] | None:
     """The lines (without their '\\n') of the byte range [start, end) of a plain file, which
-    starts a line and ends one (or the file). An empty line is a line."""
-    with open_file(path) as stream:
-        if start:
-            stream.seek(start)
-        yield from _split(_chunks(stream, end - start))
+    starts a line and ends one (or the file). An empty line is a line. None when the file is
+    gone (removed since it was listed): it was tried and could not be read."""
+    try:
+        stream = open_file(path)
+    except FileNotFoundError:
+        return None
+
+    def lines() -> Iterator[bytes]:
+        with stream:
+            if start:
+                stream.seek(start)
+            yield from _split(_chunks(stream, end - start))
+
+    return lines()
 
 
 def _chunks(stream: Any, length: int, step: int = _READ_BYTES) -> Iterator[bytes]:
@@ -210,7 +223,7 @@ def gzip_lines(path: str, size: int) -> Iterator[bytes] | None:
         with open_file(path) as stream:
             for _ in _inflated(_chunks(stream, size, _GZIP_IN)):
                 pass
-    except (zlib.error, EOFError):
+    except (zlib.error, EOFError, FileNotFoundError):
         return None
 
     def lines() -> Iterator[bytes]:
@@ -331,12 +344,11 @@ def read_task(
                     None,
                     envelope_format,
                 )
-            if path.endswith(".gz"):
-                lines = gzip_lines(path, size)
-                if lines is None:
-                    continue
-            else:
-                lines = range_lines(path, start, end)
+            lines = (
+                gzip_lines(path, size) if path.endswith(".gz") else range_lines(path, start, end)
+            )
+            if lines is None:
+                continue
             for number, raw in enumerate(lines, lines_before):
                 line = raw.rstrip(b"\r")
                 if not line:

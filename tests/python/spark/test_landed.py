@@ -142,3 +142,17 @@ def test_a_task_sends_a_marker_a_file_and_a_row_a_decoded_change(spark, tmp_path
     assert no_offset["error_reason"].startswith("kcat record without topic or offset")
     assert (cut_marker["landed_line"], cut_marker["topic"]) == (None, "s.p.t")
     assert cut_marker["landed_file"] == str(cut)
+
+
+def test_a_file_removed_since_it_was_listed_sends_its_marker_alone(spark, tmp_path):
+    """The commit quarantines a file with a marker and no lines as unreadable; the run goes on."""
+    schema = to_arrow_schema(_parse_datatype_string(landed.SCHEMA), timezone="UTC")
+    plain, packed = str(tmp_path / "gone.json"), str(tmp_path / "gone.json.gz")
+    assert landed.plan([[plain, 10_000, 0]], 100) == [[(plain, 10_000, 0, 0, 10_000, 0)]]
+    reads = [(plain, 10_000, 5, 0, 10_000, 0), (packed, 300, 6, 0, 300, 0)]
+    (batch,) = landed.read_task(reads, "canal", "kcat", schema)
+    rows = batch.to_pylist()
+    assert [(r["landed_file"], r["landed_line"], r["error_reason"]) for r in rows] == [
+        (plain, None, None),
+        (packed, None, None),
+    ]
