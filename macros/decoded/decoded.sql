@@ -1,6 +1,6 @@
 {#
-    purpose: the body of a feed's decoded model: each new landed record through the decode UDF,
-    once, persisted with its lineage and the run's batch id.
+    purpose: the body of a feed's decoded model: each new landed record read and decoded by the
+    Python workers, once, persisted with its lineage and the run's batch id.
 
     New means: a landed file (path and size) that no committed batch of this model has tried.
     The new files are listed (names and sizes, no contents) when the model compiles, and the
@@ -9,8 +9,8 @@
     deduplicated downstream); a file landing while the run reads waits for the next run.
 
     Every file tried gets one marker row (landed_line null, no error) beside its lines. A file
-    that could not be read (a .json.gz cut short by a writer that died, or still being written)
-    has a marker and no lines: the commit (a post-hook) first adds its quarantine row to the
+    that could not be read (a .json.gz cut short by a writer that died, or still being written,
+    or a file removed since it was listed) has a marker and no lines: the commit (a post-hook) first adds its quarantine row to the
     same batch (and segment); it is tried again when its size changes. A line that is not valid
     UTF-8 is quarantined, its bad bytes shown as U+FFFD.
 #}
