@@ -311,16 +311,14 @@ class _Batch:
     def __init__(self) -> None:
         self.lines: dict[str, list[Any]] = {name: [] for name in _LINE}
         self.decoded: list[list[dict[str, Any]] | None] = []
-        self.formats: list[str] = []
 
     def __len__(self) -> int:
         return len(self.decoded)
 
-    def add(self, values: tuple[Any, ...], decoded: list[dict[str, Any]] | None, fmt: str) -> None:
+    def add(self, values: tuple[Any, ...], decoded: list[dict[str, Any]] | None) -> None:
         for column, value in zip(self.lines.values(), values, strict=True):
             column.append(value)
         self.decoded.append(decoded)
-        self.formats.append(fmt)
 
 
 def read_task(
@@ -332,17 +330,16 @@ def read_task(
     """The Arrow batches of one task's reads (see :func:`plan`), in ``schema``."""
     from python_udfs.spark_udfs import _without_cycle_collection
 
+    layout = pa.struct([schema.field(name) for name, _, _ in FIELDS])
+    error_hint = _AUTO_HINT if shape == "auto" else ""
     batch = _Batch()
     with _without_cycle_collection():
         for path, size, landed_at, start, end, lines_before in reads:
             is_sink, sink = _sink(path, shape)
-            error_hint = _AUTO_HINT if shape == "auto" else ""
             if start == 0:
                 # the file's marker: a file tried, readable or not
                 batch.add(
-                    (path, size, landed_at, None, *_marker_kafka(is_sink, sink), None, None),
-                    None,
-                    envelope_format,
+                    (path, size, landed_at, None, *_marker_kafka(is_sink, sink), None, None), None
                 )
             lines = (
                 gzip_lines(path, size) if path.endswith(".gz") else range_lines(path, start, end)
@@ -360,12 +357,12 @@ def read_task(
                 values, decoded = _record(
                     text, line_error, number, is_sink, sink, envelope_format, error_hint
                 )
-                batch.add((path, size, landed_at, number, *values), decoded, envelope_format)
+                batch.add((path, size, landed_at, number, *values), decoded)
                 if len(batch) >= _BATCH_LINES:
-                    yield _arrow(batch, schema)
+                    yield _arrow(batch, schema, layout, envelope_format)
                     batch = _Batch()
         if len(batch):
-            yield _arrow(batch, schema)
+            yield _arrow(batch, schema, layout, envelope_format)
 
 
 def _sink(path: str, shape: str) -> tuple[bool, tuple[str, int | None, int | None]]:
@@ -375,11 +372,11 @@ def _sink(path: str, shape: str) -> tuple[bool, tuple[str, int | None, int | Non
     is_sink = shape == "connect" or (shape == "auto" and found is not None)
     if found is None:
         return is_sink, ("", None, None)
-    partition = int(found.group(2))
+    partition, start = int(found.group(2)), int(found.group(3))
     return is_sink, (
         found.group(1),
         partition if partition in _INT32 else None,
-        int(found.group(3)) if int(found.group(3)) in _INT64 else None,
+        start if start in _INT64 else None,
     )
 
 
@@ -430,19 +427,21 @@ def _record(
     return (*values, None, text), decoded
 
 
-def _arrow(batch: _Batch, schema: pa.Schema) -> pa.RecordBatch:
+def _arrow(
+    batch: _Batch, schema: pa.Schema, layout: pa.StructType, envelope_format: str
+) -> pa.RecordBatch:
     """One Arrow batch: each Kafka record's line columns, repeated for each of its decoded
     records (once when it has none); a row's error is its line's, else its record's, and a
     failed row keeps the raw record."""
     from python_udfs.spark_udfs import _conformed
 
-    layout = pa.struct([schema.field(name) for name, _, _ in FIELDS])
     decoded = batch.decoded
     try:
         records = pa.array(_flat(decoded), type=layout)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         # some record has a field of the wrong type: one bad message must not fail the batch
-        conformed = _conformed([d or [] for d in decoded], batch.formats, pa.list_(layout))
+        formats = [envelope_format] * len(decoded)
+        conformed = _conformed([d or [] for d in decoded], formats, pa.list_(layout))
         decoded = [c if d else None for c, d in zip(conformed, decoded, strict=True)]
         records = pa.array(_flat(decoded), type=layout)
     repeats = [len(d) if d else 1 for d in decoded]
