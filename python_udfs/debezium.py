@@ -601,19 +601,36 @@ def _decode(
             linked = _linked_key(_header(headers, "__debezium.oldkey"))
         elif op_raw == "d":
             linked = _linked_key(_header(headers, "__debezium.newkey"))
+        # every field written out, in the layout's order: the common case, built in one step
         return [
-            record(
-                **common,
-                kind="row",
-                op=OPS[op_raw],
-                key_json=key_json,
-                key_columns=key_columns,
-                before_json=values.dump_json(before),
-                after_json=values.dump_json(after),
-                unavailable_columns=(after_missing or before_missing) or None,
-                column_types=envelope.column_types,
-                linked_key_json=linked,
-            )
+            {
+                "envelope_format": FORMAT,
+                "row_index": 0,
+                "source_engine": engine,
+                "source_name": common["source_name"],
+                "database_name": common["database_name"],
+                "schema_name": common["schema_name"],
+                "table_name": common["table_name"],
+                "kind": "row",
+                "op": OPS[op_raw],
+                "op_raw": op_raw,
+                "key_json": key_json,
+                "key_columns": key_columns,
+                "before_json": values.dump_json(before),
+                "after_json": values.dump_json(after),
+                "unavailable_columns": (after_missing or before_missing) or None,
+                "column_types": envelope.column_types,
+                "linked_key_json": linked,
+                "committed_at": common["committed_at"],
+                "captured_at": common["captured_at"],
+                "transaction_id": common["transaction_id"],
+                "position": common["position"],
+                "is_snapshot": common["is_snapshot"],
+                "ddl": None,
+                "message_prefix": None,
+                "message_content": None,
+                "decode_error": None,
+            }
         ]
     if op_raw == "t":
         return [record(**common, kind="truncate")]

@@ -47,6 +47,37 @@ def test_ranges_hold_whole_lines_numbered_as_in_the_file(
         assert all(r[4] - r[3] <= split + longest + 1 for r in ranges)
 
 
+@settings(max_examples=300, deadline=None)
+@given(lines=lines_st, final_newline=st.booleans(), cuts=st.lists(st.integers(0, 400)))
+def test_lines_split_alike_however_the_bytes_arrive_in_chunks(lines, final_newline, cuts):
+    content = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    expected = content.split(b"\n")
+    if content.endswith(b"\n") or not content:
+        expected.pop()  # a final line end starts no line
+    edges = sorted({0, len(content), *(c for c in cuts if c < len(content))})
+    chunks = [content[a:b] for a, b in itertools.pairwise(edges)]
+    assert list(landed._split(iter(chunks))) == expected
+
+
+def test_compressed_files_are_packed_by_the_text_they_inflate_to(tmp_path):
+    # 200 KB of text compress to a few hundred bytes: packed by compressed size, every file
+    # of a feed would share one task (one core)
+    files = []
+    for name in ("a", "b", "c"):
+        packed = tmp_path / f"{name}.json.gz"
+        packed.write_bytes(gzip.compress(b"1\n" * 100_000))
+        files.append([str(packed), packed.stat().st_size, 0])
+    assert all(size < 1000 for _, size, _ in files)
+    assert landed.text_bytes_of(files[0][0], files[0][1]) == 200_000
+    assert [len(task) for task in landed.plan(files, 300_000)] == [1, 1, 1]
+    assert [len(task) for task in landed.plan(files, 700_000)] == [3]
+    # not gzip, or gone: weighed by its size
+    other = tmp_path / "d.json.gz"
+    other.write_bytes(b"x")
+    assert landed.text_bytes_of(str(other), 1) == 1
+    assert landed.text_bytes_of(str(tmp_path / "gone.json.gz"), 100) == 100
+
+
 def test_small_files_share_a_task_and_a_compressed_one_is_never_split(tmp_path):
     plain = tmp_path / "a.json"
     plain.write_bytes(b"1\n" * 100)
