@@ -31,10 +31,10 @@ def _native_type(kind: str) -> str:
     }.get(kind, "string")
 
 
-def _native_column(column: str, kind: str, schemas: bool = True) -> str:
+def _native_column(column: str, kind: str, schemas: bool = True, image: str = "after") -> str:
     """SQL turning one Debezium PostgreSQL payload column into the UDF's canonical value;
     without schemas, the value as sent (the UDF has no type to convert it by either)."""
-    ref = f"m.payload.after.`{column}`" if schemas else f"m.after.`{column}`"
+    ref = f"m.payload.{image}.`{column}`" if schemas else f"m.{image}.`{column}`"
     if kind == "string":
         return f"nullif({ref}, '__debezium_unavailable_value')"
     if not schemas:
@@ -103,6 +103,157 @@ def native_debezium_sql(lines: str, schemas: bool = True) -> str:
     """
 
 
+# the Connect schema names Debezium's column types are told by (python_udfs.debezium's names)
+_NAMED_TYPES = {
+    "io.debezium.data.VariableScaleDecimal": "decimal",
+    "io.debezium.time.Date": "date",
+    "org.apache.kafka.connect.data.Date": "date",
+    "io.debezium.time.Time": "time",
+    "io.debezium.time.MicroTime": "time",
+    "io.debezium.time.NanoTime": "time",
+    "org.apache.kafka.connect.data.Time": "time",
+    "io.debezium.time.ZonedTime": "timetz",
+    "io.debezium.time.Timestamp": "timestamp",
+    "io.debezium.time.MicroTimestamp": "timestamp",
+    "io.debezium.time.NanoTimestamp": "timestamp",
+    "org.apache.kafka.connect.data.Timestamp": "timestamptz",
+    "io.debezium.time.ZonedTimestamp": "timestamptz",
+    "io.debezium.data.Json": "json",
+    "io.debezium.data.Uuid": "uuid",
+}
+_SNAPSHOT_FLAGS = (
+    "'true', 'first', 'first_in_data_collection', 'last', 'last_in_data_collection', 'incremental'"
+)
+
+
+def native_debezium_layout_sql(lines: str, schemas: bool = True) -> str:
+    """The native Spark SQL decode of the generated PostgreSQL feed into the columns the
+    layout holds, as a Spark user who needs them writes it: both images, the key and its
+    column names, the column types from the schema block, the unavailable (TOAST) columns, a
+    changed key, positions, times, the snapshot flag and the kind of each record."""
+    columns: dict[str, str] = {}
+    for spec in TABLES.values():
+        columns.update(dict(spec["columns"]))
+    _, added, added_kind = ADDED_COLUMN
+    columns[added] = added_kind
+    row = ", ".join(
+        f"`{c}`: {_native_type(k) if schemas or not k.startswith('decimal') else 'string'}"
+        for c, k in columns.items()
+    )
+    key_fields = ("id", "order_number", "line_number")
+    payload = (
+        f"struct<before: struct<{row}>, after: struct<{row}>, "
+        "source: struct<connector: string, name: string, db: string, schema: string, "
+        "`table`: string, txId: bigint, lsn: bigint, ts_ms: bigint, snapshot: string>, "
+        "op: string, ts_ms: bigint, transaction: struct<id: string>>"
+    )
+    key = "struct<" + ", ".join(f"{c}: int" for c in key_fields) + ">"
+    column_schema = (
+        "struct<field: string, type: string, name: string, parameters: map<string, string>>"
+    )
+    value_schema = (
+        "struct<schema: struct<fields: array<struct<field: string, "
+        f"fields: array<{column_schema}>>>>, payload: {payload}>"
+        if schemas
+        else payload
+    )
+    key_schema = (
+        f"struct<schema: struct<fields: array<struct<field: string>>>, payload: {key}>"
+        if schemas
+        else key
+    )
+    m = "m.payload" if schemas else "m"
+    k = "k.payload" if schemas else "k"
+    named = " ".join(f"when '{name}' then '{kind}'" for name, kind in _NAMED_TYPES.items())
+    type_name = (
+        "case when c.name = 'org.apache.kafka.connect.data.Decimal' then concat('decimal(', "
+        "coalesce(c.parameters['connect.decimal.precision'], '*'), ',', "
+        f"coalesce(c.parameters['scale'], '0'), ')') else coalesce(case c.name {named} end, "
+        "lower(c.type)) end"
+    )
+    column_types = (
+        "map_from_entries(transform(filter(m.schema.fields, f -> f.field = 'after')[0].fields, "
+        f"c -> struct(c.field, {type_name})))"
+        if schemas
+        else "cast(null as map<string, string>)"
+    )
+    key_columns = (
+        "transform(k.schema.fields, f -> f.field)"
+        if schemas
+        else f"filter(array({', '.join(repr(c) for c in key_fields)}), "
+        f"c -> get_json_object(r.key, concat('$.', c)) is not null)"
+    )
+
+    def image(name: str) -> str:
+        values = ", ".join(
+            f"'{c}', {_native_column(c, kind, schemas, name)}" for c, kind in columns.items()
+        )
+        return f"if({m}.{name} is null, null, to_json(named_struct({values})))"
+
+    def toast(name: str) -> str:
+        found = ", ".join(
+            f"if({m}.{name}.`{c}` = '__debezium_unavailable_value', '{c}', null)"
+            for c, kind in columns.items()
+            if kind == "string"
+        )
+        return f"filter(array({found}), x -> x is not null)"
+
+    def header_key(name: str) -> str:
+        # a primary-key change's other key, in the kcat headers [name, value, ...]
+        at = f"array_position(r.headers, '{name}')"
+        text = f"if({at} > 0, element_at(r.headers, cast({at} + 1 as int)), null)"
+        # a header keeps its Connect envelope whatever the value's converter does
+        return (
+            f"to_json(coalesce(from_json({text}, 'struct<payload: {key}>').payload, "
+            f"from_json({text}, '{key}')))"
+        )
+
+    changed = " or ".join(
+        f"not ({m}.before.`{c}` <=> {m}.after.`{c}`)" for c in key_fields if c in columns
+    )
+    return f"""
+        select
+            'debezium' as envelope_format,
+            0 as row_index,
+            {m}.source.connector as source_engine,
+            {m}.source.name as source_name,
+            {m}.source.db as database_name,
+            {m}.source.schema as schema_name,
+            {m}.source.`table` as table_name,
+            case
+                when r.payload is null then 'tombstone'
+                when {m}.op in ('c', 'u', 'd', 'r') then 'row'
+                when {m}.op = 't' then 'truncate'
+                when {m}.op = 'm' then 'message'
+            end as kind,
+            if({m}.op in ('c', 'u', 'd', 'r'), {m}.op, null) as op,
+            {m}.op as op_raw,
+            to_json({k}) as key_json,
+            {key_columns} as key_columns,
+            {image("before")} as before_json,
+            {image("after")} as after_json,
+            nullif(if(size({toast("after")}) > 0, {toast("after")}, {toast("before")}), array())
+                as unavailable_columns,
+            {column_types} as column_types,
+            case {m}.op
+                when 'c' then {header_key("__debezium.oldkey")}
+                when 'd' then {header_key("__debezium.newkey")}
+                when 'u' then if({m}.before is not null and ({changed}), to_json(named_struct(
+                    {", ".join(f"'{c}', {m}.before.`{c}`" for c in key_fields)})), null)
+            end as linked_key_json,
+            timestamp_millis({m}.source.ts_ms) as committed_at,
+            timestamp_millis({m}.ts_ms) as captured_at,
+            coalesce({m}.transaction.id, cast({m}.source.txId as string)) as transaction_id,
+            lpad(cast({m}.source.lsn as string), 20, '0') as position,
+            lower({m}.source.snapshot) in ({_SNAPSHOT_FLAGS}) as is_snapshot
+        from (
+            select r, from_json(r.payload, '{value_schema}') as m,
+                from_json(r.key, '{key_schema}') as k
+            from (select from_json(value, '{KCAT_SCHEMA}') as r from {lines})
+        )
+    """
+
+
 def schemaless_lines(spark: Any, files: list[str], out: Path) -> list[str]:
     """The kcat lines of ``files`` as a connector with ``schemas.enable=false`` sends them: each
     key and value is its ``payload`` alone (heartbeats and tombstones unchanged)."""
@@ -155,12 +306,14 @@ def _register_transfer_udf(spark: Any) -> None:
 def decode_bench(
     spark: Any, files: list[str], rounds: int, schemas: bool = True
 ) -> dict[str, float]:
-    """Seconds (medians) of floor, native from_json, the transfer to Python and back without
-    decoding, and the UDF over the PostgreSQL feed."""
+    """Seconds (medians) of floor, native from_json (the after image alone, and every column
+    of the layout), the transfer to Python and back without decoding, the UDF over the text
+    rows and the reader over the PostgreSQL feed."""
     lines = spark.read.text(files)
     view = "bench_pg_lines" if schemas else "bench_pg_schemaless_lines"
     lines.createOrReplaceTempView(view)
     native = spark.sql(native_debezium_sql(view, schemas))
+    native_layout = spark.sql(native_debezium_layout_sql(view, schemas))
     _register_transfer_udf(spark)
     records = f"from (select from_json(value, '{KCAT_SCHEMA}') as r from {view})"
     udf, transfer = (
@@ -174,6 +327,7 @@ def decode_bench(
         "records": lines.count(),
         "floor": median_seconds(lambda: noop(lines), rounds),
         "native": median_seconds(lambda: noop(native), rounds),
+        "native_layout": median_seconds(lambda: noop(native_layout), rounds),
         "transfer": median_seconds(lambda: noop(transfer), rounds),
         "udf": median_seconds(lambda: noop(udf), rounds),
         "reader": median_seconds(lambda: noop(reader), rounds),

@@ -43,11 +43,13 @@ def render(results: dict[str, Any]) -> str:
     bare = results["decode_schemaless"]
     for timings, name, label in (
         (d, "floor", "floor: read + write, no decoding"),
-        (d, "native", "native `from_json` + SQL conversions"),
+        (d, "native", "native `from_json` + SQL conversions, the after image alone"),
+        (d, "native_layout", "native `from_json` + SQL, every column the layout holds"),
         (d, "transfer", "transfer: to the Python worker and back, no decoding"),
         (d, "udf", "ChangeLake UDF over the text rows (Arrow batches, orjson, schema cache)"),
         (d, "reader", "ChangeLake reader: the Python workers read and decode the files"),
         (bare, "native", "schemaless: native `from_json`, values as sent"),
+        (bare, "native_layout", "schemaless: native, every column the layout holds"),
         (bare, "transfer", "schemaless: transfer, no decoding"),
         (bare, "udf", "schemaless: ChangeLake UDF"),
         (bare, "reader", "schemaless: ChangeLake reader"),
@@ -303,11 +305,29 @@ def render_decoder_goals(results: dict[str, Any]) -> list[str]:
     slowest = min(results["per_format"], key=lambda f: f["records"] / f["seconds"])
     largest = results["pipeline"][-1]
     bare = results["decode_schemaless"]
-    rows = [
-        (f"reader / native, {label}", "<= 1.00", t["reader"] / t["native"], 1.0, True)
-        for t, label in ((d, "Debezium PostgreSQL with schemas"), (bare, "schemaless Debezium"))
-        if "reader" in t
-    ]
+    rows = []
+    for t, label in ((d, "Debezium PostgreSQL with schemas"), (bare, "schemaless Debezium")):
+        if "native_layout" in t:
+            rows.append(
+                (
+                    f"reader / native with the layout's columns, {label}",
+                    "<= 1.00",
+                    t["reader"] / t["native_layout"],
+                    1.0,
+                    True,
+                )
+            )
+        if "reader" in t:
+            target = (1.2, "<= 1.20") if "native_layout" in t else (1.0, "<= 1.00")
+            rows.append(
+                (
+                    f"reader / native with the after image alone, {label}",
+                    target[1],
+                    t["reader"] / t["native"],
+                    target[0],
+                    True,
+                )
+            )
     rows += [
         (
             "UDF / native, Debezium PostgreSQL with schemas",
@@ -573,10 +593,13 @@ Spark session of the embedded target, on data from the demo generator
 below; the ratios within one run are what compare across machines. No test asserts a time.
 
 1. **Decode** of the Debezium PostgreSQL feed, schema blocks included: the floor (read the
-   landed lines, write them to Spark's `noop` sink), native Spark (`from_json` with an explicit
-   schema and SQL for the same conversions), the transfer to the Python workers and back with no
-   decoding, and ChangeLake's decoder; medians of `--rounds`. The same records without schema
-   blocks. Where the decoder's Python time goes, per record. Then every feed's decode.
+   landed lines, write them to Spark's `noop` sink), native Spark twice (`from_json` with an
+   explicit schema and SQL for the same conversions: the after image alone, and every column
+   the layout holds: both images, key and key columns, column types from the schema blocks,
+   unavailable columns, a changed key, positions, times, kinds), the transfer to the Python
+   workers and back with no decoding, the UDF over text rows and the reader; medians of
+   `--rounds`. The same records without schema blocks. Where the decoder's Python time goes,
+   per record. Then every feed's decode.
 2. **Pipeline**: every model from scratch over the six demo feeds (`dbt build` without the
    accounting test, which is timed on its own), at a tenth of the changes and at all of them.
 3. **Incremental**: the generator's last 1% (late files included) built after the first build;

@@ -172,6 +172,40 @@ def test_native_decode_gives_the_udf_values(spark, tmp_path, schemas):
             assert same(got.get(column), value), (column, got.get(column), value)
         compared += 1
     assert compared > 100
+    # the native decode into every column of the layout gives the decoder's values, on every
+    # kind of record and op (TOAST placeholders and changed keys among them)
+    layout = {
+        (r.table_name, r.position, r.op_raw): r
+        for r in spark.sql(
+            bench_decode.native_debezium_layout_sql("bench_check_lines", schemas)
+        ).collect()
+        if r.kind == "row"
+    }
+    checked = {"unavailable": 0, "before": 0, "linked": 0}
+    for change in udf:
+        if change.kind != "row":
+            continue
+        n = layout[(change.table_name, change.position, change.op_raw)]
+        for column in (
+            "source_engine", "source_name", "database_name", "schema_name", "op",
+            "key_columns", "committed_at", "captured_at", "transaction_id", "is_snapshot",
+        ):  # fmt: skip
+            assert n[column] == change[column], (column, n[column], change[column])
+        assert json.loads(n.key_json) == json.loads(change.key_json)
+        assert (n.unavailable_columns or None) == change.unavailable_columns
+        assert n.column_types == (change.column_types if schemas else None)
+        assert json.loads(n.linked_key_json or "null") == json.loads(
+            change.linked_key_json or "null"
+        )
+        for image in ("before_json", "after_json"):
+            expected, got = change[image], n[image]
+            assert (got is None) == (expected is None), image
+            for column, value in json.loads(expected or "{}").items():
+                assert same(json.loads(got).get(column), value), (image, column, value)
+        checked["unavailable"] += change.unavailable_columns is not None
+        checked["before"] += change.before_json is not None
+        checked["linked"] += change.linked_key_json is not None
+    assert all(checked.values()), checked
 
 
 def _is_envelope(text) -> bool:
