@@ -88,20 +88,36 @@ def decode_document(
             before, after = None, row
         image = after if after is not None else before
         key_json = values.key_of(image, key_columns, f"data[{index}]")
+        # every field written out, in the layout's order: the common case, built in one step
         out.append(
-            record(
-                **common,
-                row_index=index,
-                kind="row",
-                op=ROW_OPS[op_raw],
-                key_json=key_json,
-                key_columns=key_columns,
-                linked_key_json=values.changed_key(before, after, key_columns),
-                before_json=values.dump_json(before),
-                after_json=values.dump_json(after),
-                column_types=column_types,
-                is_snapshot=op_raw == "INIT" or None,
-            )
+            {
+                "envelope_format": envelope_format,
+                "row_index": index,
+                "source_engine": source_engine,
+                "source_name": None,
+                "database_name": common["database_name"],
+                "schema_name": None,
+                "table_name": common["table_name"],
+                "kind": "row",
+                "op": ROW_OPS[op_raw],
+                "op_raw": op_raw,
+                "key_json": key_json,
+                "key_columns": key_columns,
+                "before_json": values.dump_json(before),
+                "after_json": values.dump_json(after),
+                "unavailable_columns": None,
+                "column_types": column_types,
+                "linked_key_json": values.changed_key(before, after, key_columns),
+                "committed_at": es,
+                "captured_at": common["captured_at"],
+                "transaction_id": common["transaction_id"],
+                "position": common["position"],
+                "is_snapshot": op_raw == "INIT" or None,
+                "ddl": None,
+                "message_prefix": None,
+                "message_content": None,
+                "decode_error": None,
+            }
         )
     return out
 

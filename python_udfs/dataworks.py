@@ -21,6 +21,7 @@ Examples
 from __future__ import annotations
 
 import base64
+import functools
 from typing import Any
 
 from python_udfs import values
@@ -69,17 +70,45 @@ def _value(column: str, raw: Any, kind: str | None) -> Any:
     return raw
 
 
-def _image(block: Any, types: dict[str, str], where: str) -> dict[str, Any] | None:
+# the declared types whose values `_value` may rewrite or check; a value of any other column,
+# and a LONG or BOOLEAN sent as a number or boolean, is kept as sent
+_CONVERTED = {"DATE", "BYTES", "LONG", "BOOLEAN"}
+
+
+def _image(block: Any, converted: list[tuple[str, str]], where: str) -> dict[str, Any] | None:
+    """An image's ``dataColumn`` in the canonical encoding; ``converted`` are the (column,
+    declared type) pairs of the columns whose type is one of :data:`_CONVERTED`."""
     if block is None:
         return None
     data = require_object(block, where).get("dataColumn")
     if data is None:
         return None
-    data = require_object(data, f"{where}.dataColumn")
+    out = dict(require_object(data, f"{where}.dataColumn"))
     try:
-        return {c: _value(c, v, types.get(c)) for c, v in data.items()}
+        for column, kind in converted:
+            raw = out.get(column)
+            if raw is None or (type(raw) is not str and kind in ("LONG", "BOOLEAN")):
+                continue
+            out[column] = _value(column, raw, kind)
     except (ValueError, TypeError) as exc:
         raise MalformedInput(f"{where}.dataColumn: {exc}") from None
+    return out
+
+
+def _column_types(types: dict[str, Any]) -> dict[str, str] | None:
+    """``column_types``: each declared type by its layout name (a table's declarations come
+    again with every record: the names of one are worked out once)."""
+    if not types:
+        return None
+    declared = tuple(types.items())
+    if all(type(t) is str for _, t in declared):  # (true and 1 would share a cache entry)
+        return dict(_named_types(declared))
+    return {c: TYPES.get(str(t), str(t).lower()) for c, t in declared}
+
+
+@functools.lru_cache(maxsize=256)
+def _named_types(declared: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((c, TYPES.get(str(t), str(t).lower())) for c, t in declared)
 
 
 @never_raises(FORMAT)
@@ -106,6 +135,7 @@ def decode(
         if not isinstance(name, str):
             raise MalformedInput(f"schema.dataColumn holds a column without a name: {column!r:.60}")
         types[name] = column.get("type")
+    converted = [(c, k) for c, k in types.items() if type(k) is str and k in _CONVERTED]
     stamps = require_object(payload.get("timestamp") or {}, "payload.timestamp")
     sequence = payload.get("sequenceId")
     # Full-sync (snapshot) rows carry sequenceId -1 and eventTime -1: a snapshot read, placed
@@ -131,8 +161,8 @@ def decode(
         "transaction_id": payload.get("scn"),
     }
     if op_raw in ROW_OPS:
-        before = _image(payload.get("before"), types, "payload.before")
-        after = _image(payload.get("after"), types, "payload.after")
+        before = _image(payload.get("before"), converted, "payload.before")
+        after = _image(payload.get("after"), converted, "payload.after")
         if op_raw == "INSERT" and after is None:
             raise MalformedInput("INSERT without an after image")
         if op_raw == "DELETE" and before is None:
@@ -142,20 +172,36 @@ def decode(
         key_columns = names(schema.get("primaryKey"), "schema.primaryKey")
         image = after if after is not None else before
         key_json = values.key_of(image, key_columns, "the row image")
+        # every field written out, in the layout's order: the common case, built in one step
         return [
-            record(
-                **common,
-                kind="row",
-                op="r" if full_sync and op_raw == "INSERT" else ROW_OPS[op_raw],
-                is_snapshot=True if full_sync else None,
-                key_json=key_json,
-                key_columns=key_columns,
-                linked_key_json=values.changed_key(before, after, key_columns),
-                before_json=values.dump_json(before),
-                after_json=values.dump_json(after),
-                column_types={c: TYPES.get(str(t), str(t).lower()) for c, t in types.items()}
-                or None,
-            )
+            {
+                "envelope_format": FORMAT,
+                "row_index": 0,
+                "source_engine": common["source_engine"],
+                "source_name": None,
+                "database_name": common["database_name"],
+                "schema_name": common["schema_name"],
+                "table_name": common["table_name"],
+                "kind": "row",
+                "op": "r" if full_sync and op_raw == "INSERT" else ROW_OPS[op_raw],
+                "op_raw": op_raw,
+                "key_json": key_json,
+                "key_columns": key_columns,
+                "before_json": values.dump_json(before),
+                "after_json": values.dump_json(after),
+                "unavailable_columns": None,
+                "column_types": _column_types(types),
+                "linked_key_json": values.changed_key(before, after, key_columns),
+                "committed_at": common["committed_at"],
+                "captured_at": common["captured_at"],
+                "transaction_id": common["transaction_id"],
+                "position": common["position"],
+                "is_snapshot": True if full_sync else None,
+                "ddl": None,
+                "message_prefix": None,
+                "message_content": None,
+                "decode_error": None,
+            }
         ]
     if op_raw == "MHEARTBEAT":
         return [record(**common, kind="heartbeat")]

@@ -27,7 +27,6 @@ from typing import Any
 
 from python_udfs import canal, values
 from python_udfs.guard import never_raises, require_object, value_object
-from python_udfs.layout import record
 from python_udfs.values import MalformedInput
 
 FORMAT = "tencent"
@@ -76,20 +75,34 @@ def decode(
     position = None
     if binlog and pos is not None:
         position = f"{values.binlog_sequence(str(binlog))}/{values.padded(pos, 20, 'BINLOG_POS')}"
+    # every field written out, in the layout's order: built in one step
     return [
-        record(
-            envelope_format=FORMAT,
-            row_index=0,
-            source_engine="mysql",
-            database_name=doc.get("DATABASE"),
-            table_name=doc.get("TABLE"),
-            kind="row",
-            op=op,
-            op_raw=op_raw,
-            before_json=values.dump_json(old),
-            after_json=values.dump_json(new),
-            committed_at=_time(doc.get("TIME"), tz),
-            transaction_id=doc.get("GLOBAL_ID"),
-            position=position,
-        )
+        {
+            "envelope_format": FORMAT,
+            "row_index": 0,
+            "source_engine": "mysql",
+            "source_name": None,
+            "database_name": doc.get("DATABASE"),
+            "schema_name": None,
+            "table_name": doc.get("TABLE"),
+            "kind": "row",
+            "op": op,
+            "op_raw": op_raw,
+            "key_json": None,
+            "key_columns": None,
+            "before_json": values.dump_json(old),
+            "after_json": values.dump_json(new),
+            "unavailable_columns": None,
+            "column_types": None,
+            "linked_key_json": None,
+            "committed_at": _time(doc.get("TIME"), tz),
+            "captured_at": None,
+            "transaction_id": doc.get("GLOBAL_ID"),
+            "position": position,
+            "is_snapshot": None,
+            "ddl": None,
+            "message_prefix": None,
+            "message_content": None,
+            "decode_error": None,
+        }
     ]
