@@ -62,6 +62,30 @@ def _decimal_from_bytes(text: str, scale: int) -> Decimal:
     return Decimal(unscaled).scaleb(-scale)
 
 
+# column_types' name of each Connect schema name that tells a logical type (Decimal apart)
+NAMED_TYPES: dict[str, str] = {
+    "io.debezium.data.VariableScaleDecimal": "decimal",
+    "io.debezium.time.Date": "date",
+    "org.apache.kafka.connect.data.Date": "date",
+    "io.debezium.time.Time": "time",
+    "io.debezium.time.MicroTime": "time",
+    "io.debezium.time.NanoTime": "time",
+    "org.apache.kafka.connect.data.Time": "time",
+    "io.debezium.time.ZonedTime": "timetz",
+    "io.debezium.time.Timestamp": "timestamp",
+    "io.debezium.time.MicroTimestamp": "timestamp",
+    "io.debezium.time.NanoTimestamp": "timestamp",
+    "org.apache.kafka.connect.data.Timestamp": "timestamptz",
+    "io.debezium.time.ZonedTimestamp": "timestamptz",
+    "io.debezium.data.Json": "json",
+    "io.debezium.data.Uuid": "uuid",
+    "io.debezium.data.Bits": "bits",
+    "io.debezium.data.Enum": "enum",
+    "io.debezium.data.EnumSet": "set",
+    "io.debezium.data.Xml": "xml",
+}
+
+
 def _field_type(schema: dict[str, Any]) -> str:
     """Name the type of one Connect field schema the way ``column_types`` reports it."""
     name = schema.get("name") or ""
@@ -70,28 +94,7 @@ def _field_type(schema: dict[str, Any]) -> str:
         precision = params.get("connect.decimal.precision")
         scale = params.get("scale", "0")
         return f"decimal({precision},{scale})" if precision else f"decimal(*,{scale})"
-    named = {
-        "io.debezium.data.VariableScaleDecimal": "decimal",
-        "io.debezium.time.Date": "date",
-        "org.apache.kafka.connect.data.Date": "date",
-        "io.debezium.time.Time": "time",
-        "io.debezium.time.MicroTime": "time",
-        "io.debezium.time.NanoTime": "time",
-        "org.apache.kafka.connect.data.Time": "time",
-        "io.debezium.time.ZonedTime": "timetz",
-        "io.debezium.time.Timestamp": "timestamp",
-        "io.debezium.time.MicroTimestamp": "timestamp",
-        "io.debezium.time.NanoTimestamp": "timestamp",
-        "org.apache.kafka.connect.data.Timestamp": "timestamptz",
-        "io.debezium.time.ZonedTimestamp": "timestamptz",
-        "io.debezium.data.Json": "json",
-        "io.debezium.data.Uuid": "uuid",
-        "io.debezium.data.Bits": "bits",
-        "io.debezium.data.Enum": "enum",
-        "io.debezium.data.EnumSet": "set",
-        "io.debezium.data.Xml": "xml",
-    }
-    return named.get(name, str(schema.get("type", "unknown")).lower())
+    return NAMED_TYPES.get(name, str(schema.get("type", "unknown")).lower())
 
 
 _INTEGER_TYPES = {"int8", "int16", "int32", "int64"}

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from python_udfs.bench.measure import median_seconds, noop, timed
+from python_udfs.debezium import NAMED_TYPES
 from python_udfs.generator.world import ADDED_COLUMN, TABLES
 
 KCAT_SCHEMA = (
@@ -52,19 +53,26 @@ def _native_column(column: str, kind: str, schemas: bool = True, image: str = "a
     return ref
 
 
-def native_debezium_sql(lines: str, schemas: bool = True) -> str:
-    """The native Spark SQL decode of the generated PostgreSQL feed, over view ``lines``: with
-    the Connect ``schema`` blocks (values converted by their logical types), or without
-    (``schemas.enable=false``: the payload alone, values as sent)."""
+def _feed_columns(schemas: bool) -> tuple[dict[str, str], str]:
+    """The generated tables' columns (name to generator kind) and the Spark struct fields an
+    image of any of them is read with (a decimal without schemas is the text sent)."""
     columns: dict[str, str] = {}
     for spec in TABLES.values():
         columns.update(dict(spec["columns"]))
-    _, column, kind = ADDED_COLUMN
-    columns[column] = kind
+    _, added, added_kind = ADDED_COLUMN
+    columns[added] = added_kind
     row = ", ".join(
         f"`{c}`: {_native_type(k) if schemas or not k.startswith('decimal') else 'string'}"
         for c, k in columns.items()
     )
+    return columns, row
+
+
+def native_debezium_sql(lines: str, schemas: bool = True) -> str:
+    """The native Spark SQL decode of the generated PostgreSQL feed, over view ``lines``: with
+    the Connect ``schema`` blocks (values converted by their logical types), or without
+    (``schemas.enable=false``: the payload alone, values as sent)."""
+    columns, row = _feed_columns(schemas)
     payload = (
         f"struct<before: struct<{row}>, after: struct<{row}>, "
         "source: struct<name: string, db: string, schema: string, `table`: string, "
@@ -103,24 +111,6 @@ def native_debezium_sql(lines: str, schemas: bool = True) -> str:
     """
 
 
-# the Connect schema names Debezium's column types are told by (python_udfs.debezium's names)
-_NAMED_TYPES = {
-    "io.debezium.data.VariableScaleDecimal": "decimal",
-    "io.debezium.time.Date": "date",
-    "org.apache.kafka.connect.data.Date": "date",
-    "io.debezium.time.Time": "time",
-    "io.debezium.time.MicroTime": "time",
-    "io.debezium.time.NanoTime": "time",
-    "org.apache.kafka.connect.data.Time": "time",
-    "io.debezium.time.ZonedTime": "timetz",
-    "io.debezium.time.Timestamp": "timestamp",
-    "io.debezium.time.MicroTimestamp": "timestamp",
-    "io.debezium.time.NanoTimestamp": "timestamp",
-    "org.apache.kafka.connect.data.Timestamp": "timestamptz",
-    "io.debezium.time.ZonedTimestamp": "timestamptz",
-    "io.debezium.data.Json": "json",
-    "io.debezium.data.Uuid": "uuid",
-}
 _SNAPSHOT_FLAGS = (
     "'true', 'first', 'first_in_data_collection', 'last', 'last_in_data_collection', 'incremental'"
 )
@@ -131,15 +121,7 @@ def native_debezium_layout_sql(lines: str, schemas: bool = True) -> str:
     layout holds, as a Spark user who needs them writes it: both images, the key and its
     column names, the column types from the schema block, the unavailable (TOAST) columns, a
     changed key, positions, times, the snapshot flag and the kind of each record."""
-    columns: dict[str, str] = {}
-    for spec in TABLES.values():
-        columns.update(dict(spec["columns"]))
-    _, added, added_kind = ADDED_COLUMN
-    columns[added] = added_kind
-    row = ", ".join(
-        f"`{c}`: {_native_type(k) if schemas or not k.startswith('decimal') else 'string'}"
-        for c, k in columns.items()
-    )
+    columns, row = _feed_columns(schemas)
     key_fields = ("id", "order_number", "line_number")
     payload = (
         f"struct<before: struct<{row}>, after: struct<{row}>, "
@@ -164,7 +146,7 @@ def native_debezium_layout_sql(lines: str, schemas: bool = True) -> str:
     )
     m = "m.payload" if schemas else "m"
     k = "k.payload" if schemas else "k"
-    named = " ".join(f"when '{name}' then '{kind}'" for name, kind in _NAMED_TYPES.items())
+    named = " ".join(f"when '{name}' then '{kind}'" for name, kind in NAMED_TYPES.items())
     type_name = (
         "case when c.name = 'org.apache.kafka.connect.data.Decimal' then concat('decimal(', "
         "coalesce(c.parameters['connect.decimal.precision'], '*'), ',', "
