@@ -25,12 +25,12 @@ import re
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import orjson
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from python_udfs.filesystems import open_file
 from python_udfs.layout import FIELD_NAMES, FIELDS
 from python_udfs.registry import decode_unchecked, header_pairs
 
@@ -73,33 +73,12 @@ _READ_BYTES = 8 << 20
 _MIN_SPLIT = 4 << 20
 # Kafka records decoded into one Arrow batch
 _BATCH_LINES = 4096
+_GZIP_IN = 1 << 16
+_GZIP_OUT = 1 << 20
+
+
 _INT32 = range(-(2**31), 2**31)
 _INT64 = range(-(2**63), 2**63)
-
-
-def local_path(path: str) -> str | None:
-    """The local path of a ``file:`` URI or a plain path; None for any other file system."""
-    parsed = urlparse(path)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        return path
-    return None
-
-
-def open_file(path: str) -> Any:
-    """A binary file object for ``path``: local, or any file system ``pyarrow.fs`` knows by
-    URI (``s3://``, ``gs://``, ``hdfs://``, ...), with that file system's usual credentials."""
-    local = local_path(path)
-    if local is not None:
-        return open(local, "rb")
-    from pyarrow import fs
-
-    scheme, _, rest = path.partition("://")
-    # Hadoop's names for S3 (hadoop-aws) are the same objects to pyarrow's S3 file system
-    uri = f"s3://{rest}" if scheme in ("s3a", "s3n") else path
-    filesystem, inner = fs.FileSystem.from_uri(uri)
-    return filesystem.open_input_file(inner)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,8 +227,6 @@ def gzip_lines(path: str, size: int) -> Iterator[bytes] | None:
     """The lines of a whole gzip file, or None when it is not whole gzip (cut short, not gzip,
     bytes after its last member): the file is inflated once to check it before any line is
     given, then again for its lines, a step at a time (no more of it is held than a step)."""
-    from python_udfs.spark_udfs import _GZIP_IN, _inflated
-
     try:
         with open_file(path) as stream:
             for _ in _inflated(_chunks(stream, size, _GZIP_IN)):
@@ -262,6 +239,67 @@ def gzip_lines(path: str, size: int) -> Iterator[bytes] | None:
             yield from _split(_inflated(_chunks(stream, size, _GZIP_IN)))
 
     return lines()
+
+
+def _inflated(chunks: Iterator[bytes | memoryview]) -> Iterator[bytes]:
+    """The text of the gzip members in the bytes ``chunks`` give, in steps; EOFError when it
+    is cut short or is not gzip, zlib.error when a member is damaged."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending: bytes | memoryview = b""
+    exhausted = False
+    while True:
+        if not pending and not exhausted:
+            chunk = next(chunks, None)
+            exhausted = chunk is None
+            pending = b"" if chunk is None else chunk
+        if inflater.eof:
+            # what follows a member: nothing, another member, or NUL padding to the end
+            if not pending:
+                if exhausted:
+                    return
+                continue
+            if pending[:1] == b"\0":
+                if bytes(pending).strip(b"\0") or any(bytes(c).strip(b"\0") for c in chunks):
+                    raise EOFError("bytes after the last gzip member")
+                return
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        text = inflater.decompress(pending, _GZIP_OUT)
+        pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
+        if text:
+            yield text
+        if not inflater.eof and not text and not pending and exhausted:
+            raise EOFError("the gzip stream ends before its end marker")
+
+
+def _count_lines(texts: Iterator[bytes]) -> int:
+    """Lines of the concatenated ``texts`` that hold a byte besides '\\r', split on '\\n'."""
+    lines = 0
+    open_line = False  # whether the line not yet ended holds such a byte
+    for text in texts:
+        parts = text.split(b"\n")
+        if len(parts) == 1:
+            open_line = open_line or bool(parts[0].strip(b"\r"))
+            continue
+        lines += open_line or bool(parts[0].strip(b"\r"))
+        lines += sum(1 for part in parts[1:-1] if part.strip(b"\r"))
+        open_line = bool(parts[-1].strip(b"\r"))
+    return lines + open_line
+
+
+def landed_records(path: str) -> int:
+    """The records landed in a file as the accounting counts them: its lines (a compressed
+    file's inflated; none when it is not whole gzip, as the reader reads none of it) that hold
+    a byte besides a carriage return. Counted apart from the reader's own line splitting
+    (``split`` here, ``find`` there), so a reader that lost or doubled a line would not balance;
+    0 for a file gone since it was listed."""
+    compressed = path.endswith(".gz")
+    try:
+        with open_file(path) as stream:
+            step = _GZIP_IN if compressed else _READ_BYTES
+            chunks = iter(lambda: stream.read(step), b"")
+            return _count_lines(_inflated(chunks) if compressed else chunks)
+    except (zlib.error, EOFError, FileNotFoundError):
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -211,13 +211,6 @@ def _sql_text(text: str) -> str:
 
 
 def _sources_yml(feeds: dict[str, dict[str, Any]]) -> str:
-    raw_columns = [
-        {
-            "name": "value",
-            "description": "One line of a landed file: one Kafka record (a kcat JSON line or a "
-            "Connect sink file's value); a .gz file's lines, inflated.",
-        }
-    ]
     tables = []
     for feed, entry in feeds.items():
         meta = {k: entry[k] for k in ("envelope_format", "shape", "path", "glob") if k in entry}
@@ -229,14 +222,14 @@ def _sources_yml(feeds: dict[str, dict[str, Any]]) -> str:
                 "identifier": f"raw_{feed}",
                 "description": entry.get("description") or f"The {feed} feed.",
                 "meta": meta,
-                "columns": raw_columns,
             }
         )
     source = {
         "name": "landing",
         "description": '{{ doc("landing_source") }}',
         "schema": "{{ target.schema }}",
-        "loaded_at_field": "_metadata.file_modification_time",
+        # the newest landed file's modification time (macros/landing/freshness.sql)
+        "loaded_at_field": "landed_at",
         "freshness": {
             "warn_after": {"count": 1, "period": "hour"},
             "error_after": {"count": 24, "period": "hour"},
@@ -244,10 +237,10 @@ def _sources_yml(feeds: dict[str, dict[str, Any]]) -> str:
         "tables": tables,
     }
     comments = [
-        "The landing source: one table per configured feed (an external text table over its",
-        "folder, created by the on-run-start hook). See seeds/changelake.yml for the settings.",
+        "The landing source: one entry per configured feed, its folder of landed files (read by",
+        "the Python workers; no table stands over it). See seeds/changelake.yml for the settings.",
     ]
-    return _dump_yaml({"version": 2, "sources": [source]}, comments, {"raw_columns": raw_columns})
+    return _dump_yaml({"version": 2, "sources": [source]}, comments, {})
 
 
 def _per_feed_yml(feeds: dict[str, Any], model: str, description: str, anchor: str) -> str:

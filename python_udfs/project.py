@@ -24,16 +24,15 @@ NO_SPARK_COMMANDS = {"parse", "ls", "list", "clean", "deps", "init", "--version"
 WARM_COMMANDS = {"build", "run"}
 WARM_JOB_GROUP = "changelake-warm-udf-workers"
 
-# One row per worker slot through both UDFs a decoded model's insert runs in each task; a null
-# value is a tombstone (no change, no error), and the line counter's state is per task.
+# One row per worker slot through the decode UDF; a null value is a tombstone (no change, no
+# error).
 _WARM_QUERY = """
-select count(decoded), count(line)
+select count(decoded)
 from (
     select
         changelake_decode(
             'debezium', cast(null as string), cast(null as string), cast(null as array<string>)
-        ) as decoded,
-        changelake_line_in_block(cast(id as string), 0L) as line
+        ) as decoded
     from range(0, {slots}, 1, {slots})
 ) as warm
 """

@@ -4,9 +4,9 @@ SQL usage (after ``register``)::
 
     select changelake_decode('debezium', key, payload, headers) as changes from raw
     select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
-    select changelake_folder_exists('/landing/pg_inventory')
-    select changelake_line_in_block(_metadata.file_path, _metadata.file_block_start) from lines
-    select changelake_gzip_lines(content) from files   -- a binaryFile table
+    select changelake_folder_exists('s3://bucket/landing/pg_inventory')
+    select * from changelake_landed_files('s3://bucket/landing/pg_inventory', '*.json*')
+    select * from changelake_landed_records('/landing/pg_inventory', '*', null)
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import os
-import zlib
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from python_udfs.filesystems import folder_exists, list_files
 from python_udfs.layout import SPARK_SCHEMA
 from python_udfs.registry import decode_unchecked, header_pairs, parse_format
 
@@ -30,9 +28,9 @@ UDF_NAMES = (
     "changelake_decode",
     "changelake_versions",
     "changelake_folder_exists",
-    "changelake_line_in_block",
-    "changelake_gzip_lines",
 )
+# table functions: a feed folder's files, and the records landed in them
+UDTF_NAMES = ("changelake_landed_files", "changelake_landed_records")
 
 
 def decode_batch(
@@ -97,127 +95,6 @@ def _conformed(
     return out
 
 
-def folder_exists(path: str | None) -> bool | None:
-    """Whether ``path`` is a folder, where the Python worker can tell: a local path or a
-    ``file:`` URI. None for any other file system (``s3a://``, ``hdfs://``, ...), which Spark
-    reads through Hadoop and Python cannot see: unknown, never a guess. Spark's own listing of a
-    missing folder returns no file without an error, as an empty one does; this tells them apart.
-    """
-    if path is None:
-        return None
-    parsed = urlparse(path)
-    if parsed.scheme not in ("", "file"):
-        return None
-    return os.path.isdir(unquote(parsed.path) if parsed.scheme else path)
-
-
-def lines_in_blocks(batches: Iterator[tuple[pa.Array, pa.Array]]) -> Iterator[pa.Array]:
-    """Each line's index within its file block, over the rows of one Spark task in scan order.
-
-    Spark reads a large text file as blocks (splits), each line in exactly one block and each
-    block's lines in file order, one block after another within a task; the rows of a block are
-    contiguous, so the index is a counter that restarts when (file, block start) changes. With
-    the line count of each earlier block this gives the line's exact number in its file,
-    without holding the file in memory (``macros/decoded/``). Must see every row of the
-    scan, in order: registered as nondeterministic, so no filter is moved below it.
-    """
-    block: tuple[str | None, int | None] | None = None
-    index = 0
-    for paths, starts in batches:
-        out = []
-        for key in zip(paths.to_pylist(), starts.to_pylist(), strict=True):
-            if key != block:
-                block, index = key, 0
-            out.append(index)
-            index += 1
-        yield pa.array(out, type=pa.int64())
-
-
-# a compressed file is inflated 64 KiB of its bytes at a time, at most 1 MiB of text a step
-_GZIP_IN = 1 << 16
-_GZIP_OUT = 1 << 20
-
-
-def gzip_line_count(content: bytes | memoryview | None) -> int | None:
-    """The lines of a whole gzip file (one member or several, as Hadoop's codec reads them)
-    that hold a byte besides a carriage return, as the text reader splits them on '\\n'; None
-    when ``content`` is not whole gzip: cut short (a writer that died, or a file still being
-    written), not gzip at all, empty, or followed by bytes that are neither a member nor NUL
-    padding. Inflated in steps and counted as it goes, so the text held is a step's, whatever
-    the file inflates to (``content`` itself, the compressed bytes, is held whole).
-
-    Spark's text reader does not tell a whole stream from one cut short: it reads a cut file up
-    to the cut and (with ignoreCorruptFiles) drops the rest without a word. This count is how a
-    decoded model knows which compressed files it may read line by line, and what the
-    accounting expects to find in them (``macros/decoded/``, ``macros/landing/``).
-    """
-    if content is None:
-        return None
-    try:
-        return _count_lines(_inflated(byte_chunks(memoryview(content))))
-    except (zlib.error, EOFError):
-        return None
-
-
-def _inflated(chunks: Iterator[bytes | memoryview]) -> Iterator[bytes]:
-    """The text of the gzip members in the bytes ``chunks`` give, in steps; EOFError when it
-    is cut short or is not gzip, zlib.error when a member is damaged."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    pending: bytes | memoryview = b""
-    exhausted = False
-    while True:
-        if not pending and not exhausted:
-            chunk = next(chunks, None)
-            exhausted = chunk is None
-            pending = b"" if chunk is None else chunk
-        if inflater.eof:
-            # what follows a member: nothing, another member, or NUL padding to the end
-            if not pending:
-                if exhausted:
-                    return
-                continue
-            if pending[:1] == b"\0":
-                if bytes(pending).strip(b"\0") or any(bytes(c).strip(b"\0") for c in chunks):
-                    raise EOFError("bytes after the last gzip member")
-                return
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        text = inflater.decompress(pending, _GZIP_OUT)
-        pending = inflater.unused_data if inflater.eof else inflater.unconsumed_tail
-        if text:
-            yield text
-        if not inflater.eof and not text and not pending and exhausted:
-            raise EOFError("the gzip stream ends before its end marker")
-
-
-def byte_chunks(data: memoryview) -> Iterator[memoryview]:
-    """``data`` in the steps a compressed file is inflated in."""
-    return (data[i : i + _GZIP_IN] for i in range(0, len(data), _GZIP_IN))
-
-
-def _count_lines(texts: Iterator[bytes]) -> int:
-    """Lines of the concatenated ``texts`` that hold a byte besides '\\r', split on '\\n'."""
-    lines = 0
-    open_line = False  # whether the line not yet ended holds such a byte
-    for text in texts:
-        parts = text.split(b"\n")
-        if len(parts) == 1:
-            open_line = open_line or bool(parts[0].strip(b"\r"))
-            continue
-        lines += open_line or bool(parts[0].strip(b"\r"))
-        lines += sum(1 for part in parts[1:-1] if part.strip(b"\r"))
-        open_line = bool(parts[-1].strip(b"\r"))
-    return lines + open_line
-
-
-def gzip_line_counts(contents: pa.Array) -> pa.Array:
-    """``gzip_line_count`` of each file's bytes (a binaryFile table's ``content``)."""
-    counts = [
-        None if not content.is_valid else gzip_line_count(content.as_buffer())
-        for content in contents
-    ]
-    return pa.array(counts, type=pa.int64())
-
-
 def decode_types(spark: Any) -> tuple[Any, pa.DataType]:
     """The decode UDF's return type in Spark and in Arrow (timestamps in the session's zone)."""
     from pyspark.sql.pandas.types import to_arrow_type
@@ -230,7 +107,7 @@ def decode_types(spark: Any) -> tuple[Any, pa.DataType]:
 
 def register(spark: Any) -> list[str]:
     """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
-    from pyspark.sql.functions import arrow_udf, udf
+    from pyspark.sql.functions import arrow_udf, udf, udtf
 
     from python_udfs.scd2 import VERSIONS_SCHEMA, versions_row
 
@@ -246,7 +123,36 @@ def register(spark: Any) -> list[str]:
     spark.udf.register("changelake_versions", versions_udf)
     exists_udf = udf(folder_exists, returnType="boolean", useArrow=True)
     spark.udf.register("changelake_folder_exists", exists_udf)
-    line_udf = arrow_udf(lines_in_blocks, "bigint").asNondeterministic()
-    spark.udf.register("changelake_line_in_block", line_udf)
-    spark.udf.register("changelake_gzip_lines", arrow_udf(gzip_line_counts, "bigint"))
-    return list(UDF_NAMES)
+    listing = udtf(
+        LandedFileListing,
+        returnType="landed_file string, landed_file_size bigint, landed_at_micros bigint",
+    )
+    spark.udtf.register("changelake_landed_files", listing)
+    records = udtf(LandedRecordCount, returnType="landed_file string, records_landed bigint")
+    spark.udtf.register("changelake_landed_records", records)
+    return list(UDF_NAMES) + list(UDTF_NAMES)
+
+
+class LandedFileListing:
+    """``changelake_landed_files(folder, glob)``: a row a landed file under ``folder`` whose
+    name ``glob`` matches (hidden names left out, as Spark's listing leaves them): its path,
+    size and modification time (epoch microseconds). Listed where the query runs, with the
+    file system's credentials from that process's environment."""
+
+    def eval(self, folder: str, glob: str | None) -> Iterator[tuple[str, int, int]]:
+        yield from list_files(folder, glob or "*")
+
+
+class LandedRecordCount:
+    """``changelake_landed_records(folder, glob, files)``: a row a landed file (of ``files``,
+    an array of paths, or of every file listed when it is null) with the records it holds as
+    the accounting counts them (:func:`python_udfs.landed.landed_records`)."""
+
+    def eval(
+        self, folder: str, glob: str | None, files: list[str] | None
+    ) -> Iterator[tuple[str, int]]:
+        from python_udfs.landed import landed_records
+
+        paths = [path for path, _, _ in list_files(folder, glob or "*")] if files is None else files
+        for path in paths:
+            yield path, landed_records(path)

@@ -1,33 +1,61 @@
 {# purpose: the folder a feed (its node in the `landing` source) lands in #}
-{% macro _changelake_feed_folder(node) %}
+{% macro changelake_feed_folder(node) %}
     {{ return(var('landing_root') ~ '/' ~ changelake_feed_meta(node).path) }}
 {% endmacro %}
 
 {#
     purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
     declared in the `landing` source (or per node of `nodes`, some of its nodes): its folder,
-    whether it exists, and the files in it now. Whether it exists is asked when the macro runs
-    (`changelake_folder_exists`, a session function, which a view cannot call) and written in
-    as a literal: as of the last build; null where Python cannot see the file system
-    (python_udfs.spark_udfs.folder_exists).
+    whether it exists and how many files it holds, all asked when the macro runs (the Python
+    functions changelake_folder_exists and changelake_landed_files, which a view cannot call)
+    and written in as literals: as of the last build. has_landing_folder is null where the
+    file system cannot tell.
 #}
 {% macro changelake_feed_folders(nodes=none) %}
     {%- set nodes = changelake_landing_nodes() if nodes is none else nodes -%}
     {%- set folders = [] -%}
     {%- for node in nodes -%}
-        {%- do folders.append(changelake_literal(_changelake_feed_folder(node))) -%}
+        {%- do folders.append(changelake_literal(changelake_feed_folder(node))) -%}
     {%- endfor -%}
     {%- set found = changelake_folders_exist(folders) -%}
+    {%- set counts = changelake_count_feed_files(nodes) -%}
     {%- set selects = [] -%}
     {%- for node in nodes -%}
         {%- do selects.append('select ' ~ changelake_literal(node.name) ~ ' as feed, '
             ~ folders[loop.index0] ~ ' as landing_folder, '
             ~ changelake_boolean_literal(found[loop.index0]) ~ ' as has_landing_folder, '
-            ~ 'count(*) as files_listed from ' ~ changelake_file_listing(node)) -%}
+            ~ counts[node.name] ~ ' as files_listed') -%}
     {%- endfor -%}
     {{ return(changelake_union_all(selects,
         'select cast(null as string) as feed, cast(null as string) as landing_folder, '
         ~ 'cast(null as boolean) as has_landing_folder, 0 as files_listed')) }}
+{% endmacro %}
+
+{#
+    purpose: how many files the folder of each node of `nodes` (feeds of the `landing` source)
+    holds, {feed: count}: the count a decoded model noted when it listed the folder in this
+    invocation, else listed now, every such folder in one query, and noted
+#}
+{% macro changelake_count_feed_files(nodes) %}
+    {%- set counts = {} -%}
+    {%- set noted = changelake_files_listed() -%}
+    {%- set selects = [] -%}
+    {%- for node in nodes -%}
+        {%- if node.name in noted -%}
+            {%- do counts.update({node.name: noted[node.name]}) -%}
+        {%- else -%}
+            {%- do selects.append('select ' ~ changelake_literal(node.name) ~ ' as feed, count(*) as files '
+                ~ 'from changelake_landed_files(' ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
+                ~ changelake_literal(changelake_feed_meta(node).glob) ~ ')') -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if selects and execute -%}
+        {%- for row in run_query(selects | join(' union all ')).rows -%}
+            {%- do counts.update({row[0]: row[1] | int}) -%}
+            {%- do changelake_note_files_listed(row[0], row[1] | int) -%}
+        {%- endfor -%}
+    {%- endif -%}
+    {{ return(counts) }}
 {% endmacro %}
 
 {#
@@ -59,35 +87,22 @@
 
 {#
     purpose: SQL of the declared feeds whose folder lists no file (feed, landing_folder,
-    has_landing_folder). At run time the folders are listed once, here: a warning names each such
-    feed with its folder and whether the folder is missing or empty, and the SQL returned is
-    those rows as literals (the data test that reads it lists nothing again). A feed whose
-    decoded model listed its folder in this invocation (changelake_new_files) is not listed
-    again: its count is that listing's.
+    has_landing_folder), as literals: a folder is listed once an invocation (a feed whose
+    decoded model listed it in this invocation is not listed again), and a warning names each
+    such feed with its folder and whether the folder is missing or empty.
 #}
 {% macro changelake_feeds_without_files() %}
-    {%- set counted = changelake_files_listed() -%}
-    {%- set unlisted = [] -%}
+    {%- set nodes = changelake_landing_nodes() -%}
+    {%- set counts = changelake_count_feed_files(nodes) -%}
     {%- set empty = [] -%}
-    {%- for node in changelake_landing_nodes() -%}
-        {%- set count = counted.get(node.name) -%}
-        {%- do (unlisted if count is none else empty if count == 0 else []).append(node) -%}
-    {%- endfor -%}
-    {%- set query = 'select feed, landing_folder, has_landing_folder from (' ~ changelake_feed_folders(unlisted)
-        ~ ') as folders where files_listed = 0' -%}
-    {%- if not execute -%}
-        {{ return(query) }}
-    {%- endif -%}
-    {%- set found = [] -%}
     {%- set folders = [] -%}
-    {%- for node in empty -%}
-        {%- do folders.append(changelake_literal(_changelake_feed_folder(node))) -%}
+    {%- for node in nodes if counts[node.name] == 0 -%}
+        {%- do empty.append(node) -%}
+        {%- do folders.append(changelake_literal(changelake_feed_folder(node))) -%}
     {%- endfor -%}
+    {%- set found = [] -%}
     {%- for exists in changelake_folders_exist(folders) -%}
-        {%- do found.append([empty[loop.index0].name, _changelake_feed_folder(empty[loop.index0]), exists]) -%}
-    {%- endfor -%}
-    {%- for row in (run_query(query).rows if unlisted else []) -%}
-        {%- do found.append([row[0], row[1], row[2]]) -%}
+        {%- do found.append([empty[loop.index0].name, changelake_feed_folder(empty[loop.index0]), exists]) -%}
     {%- endfor -%}
     {%- set named = [] -%}
     {%- set rows = [] -%}

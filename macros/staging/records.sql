@@ -34,17 +34,14 @@
 {% endmacro %}
 
 {#
-    purpose: SQL counting the landed records (non-empty lines of landed files) of every feed of
-    the `landing` source, one row per feed; an empty relation when there are none. With
-    `records` (a select of decoded records: this build's, `changelake_this_build_records`),
-    only the files those records came from are read: they are listed first, and named to the
-    raw tables as literals, so no other file is opened. 'false': none, without a query.
-    An uncompressed file's lines are counted as its decoded model reads them, line by line (they
-    stream through, whatever the file's size: read whole, a file of 1 GiB ran the default 4 GB
-    driver heap out of memory). A compressed one's are counted apart from the text reader that
-    decodes it: inflated in steps from its bytes (changelake_gzip_lines), so a file the reader
-    read in part would not balance; a stream cut short counts no line, as its decoded model reads
-    none.
+    purpose: SQL counting the landed records (lines holding a byte besides a carriage return) of
+    every feed of the `landing` source, one row per feed; an empty relation when there are none.
+    With `records` (a select of decoded records: this build's, `changelake_this_build_records`),
+    only the files those records came from are read: they are listed first and named to the
+    counting function as literals. 'false': none, without a query. The Python function
+    changelake_landed_records counts a file's lines apart from the reader that decodes it (a
+    file streams through; a compressed file that is not whole gzip counts no line, as its
+    decoded model reads none), each feed's files in a task of their own.
 #}
 {% macro changelake_landed_records(records='true') %}
     {%- set files = {} -%}
@@ -53,29 +50,14 @@
             {%- do files.setdefault(row[0], []).append(changelake_literal(row[1])) -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- set scope = 'true' if records == 'true' else 'false' if records == 'false' else 'listed' -%}
     {%- set selects = [] -%}
-    {%- for node in changelake_landing_nodes() if scope == 'true' or node.name in files -%}
-        {%- set in_scope -%}
-            {%- if scope != 'true' %}
-                    and _metadata.file_path in ({{ files[node.name] | join(', ') }})
-            {%- endif %}
-        {%- endset -%}
-        {%- set select -%}
-            select {{ changelake_literal(node.name) }} as feed, sum(records_landed) as records_landed
-            from (
-                select count(*) as records_landed
-                from {{ changelake_landed_lines(node) }}
-                where
-                    not endswith(_metadata.file_path, '.gz'){{ in_scope }}
-                    and rtrim('\r', value) != ''
-                union all
-                select coalesce(changelake_gzip_lines(content), 0) as records_landed
-                from {{ changelake_file_listing(node) }}
-                where endswith(_metadata.file_path, '.gz'){{ in_scope }}
-            ) as counted
-        {%- endset -%}
-        {%- do selects.append(select) -%}
+    {%- for node in changelake_landing_nodes() if records == 'true' or node.name in files -%}
+        {%- set only = 'cast(null as array<string>)' if records == 'true'
+            else 'array(' ~ files[node.name] | join(', ') ~ ')' -%}
+        {%- do selects.append('select ' ~ changelake_literal(node.name) ~ ' as feed, '
+            ~ 'coalesce(sum(records_landed), 0) as records_landed from changelake_landed_records('
+            ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
+            ~ changelake_literal(changelake_feed_meta(node).glob) ~ ', ' ~ only ~ ')') -%}
     {%- endfor -%}
     {{ return(changelake_union_all(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
 {% endmacro %}

@@ -494,25 +494,46 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
     )
     assert quarantined == failed >= 20
 
-    # awkward landed files, then the decoded tables the Python reader wrote (incrementally)
-    # equal what the text-table path reads of every file from scratch, column for column
+    # awkward landed files, built incrementally: every line where it belongs, with its number,
+    # Kafka coordinates and reason, and the build's accounting (which counts the landed lines
+    # apart from the reader) balances
     _land_awkward_files(dbt, tmp_path / "awkward", landed)
-    dbt("run", "--select", "path:models/decoded")
-    read_by_python = _decoded_tables(spark, dbt.schema)
-    dbt(
-        "run",
-        "--select",
-        "path:models/decoded",
-        "--full-refresh",
-        "--vars",
-        "changelake_decode_reader: lines",
-    )
-    read_as_text = _decoded_tables(spark, dbt.schema)
-    assert read_by_python.keys() == read_as_text.keys() == {f"decoded_{f}" for f in FEED_FORMATS}
-    for table, rows in read_as_text.items():
-        assert read_by_python[table] == rows, table
-    awkward = read_as_text["decoded_canal_inventory"] + read_as_text["decoded_sqlserver_inventory"]
-    assert sum(1 for r in awkward if "awkward" in (r["landed_file"] or "")) >= 12
+    dbt("build")
+    rows = spark.sql(
+        f"select landed_file, landed_line, kafka_offset, error_reason "
+        f"from {dbt.schema}.cdc_quarantine where landed_file like '%awkward%' "
+        f"union all select landed_file, landed_line, kafka_offset, error_reason "
+        f"from (select * from {dbt.schema}.decoded_canal_inventory union all "
+        f"select * from {dbt.schema}.decoded_sqlserver_inventory) "
+        f"where landed_file like '%awkward%' and error_reason is null"
+    ).collect()
+    read: dict[str, set] = {}
+    for r in rows:
+        name = r.landed_file.rsplit("/", 1)[-1]
+        reason = r.error_reason and r.error_reason.split(" (")[0].split(",")[0]
+        read.setdefault(name, set()).add((r.landed_line, r.kafka_offset, reason))
+    malformed, unread = "malformed kcat JSON line", "landed file could not be read"
+    good = {(0, None), (8, None), (10, None)}
+    assert {(line, reason) for line, _, reason in read["awkward-canal.json"]} - {
+        (None, None)
+    } == good | {
+        (2, malformed),
+        (3, malformed),
+        (4, "kcat record without topic or offset"),
+        (5, malformed),
+        (6, "line is not valid UTF-8"),
+        (7, malformed),
+    }
+    whole = {(line, 100 + line, None) for line in range(5)}
+    assert read["awkward.dbo.t+0+100.json.gz"] - {(None, None, None)} == whole
+    assert read["awkward.dbo.t+0+200+204.json.gz"] - {(None, None, None)} == {
+        (line, 200 + line, None) for line in range(5)
+    }
+    assert read["awkward.dbo.t+3+500.json"] - {(None, None, None)} == {
+        (line, 500 + line, None) for line in range(5)
+    }
+    for cut in ("awkward.dbo.t+1+300.json.gz", "awkward.dbo.t+2+400.json.gz"):
+        assert read[cut] == {(None, None, unread)}, cut
 
 
 def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, list[str]]]]) -> None:
@@ -556,18 +577,6 @@ def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, lis
     for name, content in sink.items():
         (folder / name).write_bytes(content)
         dbt.land("sqlserver_inventory", folder / name)
-
-
-def _decoded_tables(spark, schema: str) -> dict[str, list[dict]]:
-    """Every decoded table's rows, but for the columns a run sets (batch, decode time,
-    segment), sorted."""
-    tables = {}
-    for feed in FEED_FORMATS:
-        table = f"decoded_{feed}"
-        frame = spark.table(f"{schema}.{table}").drop("batch_id", "decoded_at", "segment")
-        rows = [r.asDict(recursive=True) for r in frame.collect()]
-        tables[table] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-    return tables
 
 
 def _compiled_runs(name: str) -> list[Path]:

@@ -357,16 +357,10 @@ def test_damaged_landed_files_are_quarantined_and_the_batch_builds(dbt, spark, t
     assert [r for r in compare(spark, s, summary) if not r["matched"]] == []
 
     # a configuration change takes effect on the next run: here the landing root moves, and
-    # every feed's raw table and listing are created again over the new folders
+    # every feed's folder is listed under it
     dbt.landing_root = tmp_path / "moved"
     dbt.land("sqlserver_inventory", sink_files[0])
     dbt("run", "--select", "decoded_sqlserver_inventory")
-    (location,) = [
-        r.data_type
-        for r in spark.sql(f"describe table extended {s}.raw_sqlserver_inventory").collect()
-        if r.col_name == "Location"
-    ]
-    assert location.endswith("/moved/sqlserver_inventory")
     moved = spark.sql(
         f"select count(*) from {s}.decoded_sqlserver_inventory "
         f"where landed_file like '%/moved/sqlserver_inventory/{sink_files[0].name}'"
@@ -570,51 +564,43 @@ def test_a_first_build_writes_no_file_before_its_table_exists(dbt, spark, statem
     _land_demo_pg(dbt)
     dbt("run", "--select", "decoded_pg_inventory")
     assert _ddl_of(spark, statements, f"{dbt.schema}.decoded_pg_inventory") == ["CreateTable"]
-    # the run's start creates the feeds' raw tables in the new schema, with no drop before
-    # (there is nothing to drop: one metastore call a table saved)
-    assert _ddl_of(spark, statements, f"{dbt.schema}.raw_pg_inventory") == ["CreateTable"]
     # created empty, then filled by the insert: every line of the demo file (8 records)
     lines = f"select count(distinct landed_line) from {dbt.schema}.decoded_pg_inventory"
     assert spark.sql(lines).first()[0] == 8
 
 
-def test_a_table_no_feed_declares_is_dropped_and_a_changed_one_created_again(dbt, spark):
-    """A schema made by an earlier version holds, beside a feed's raw table read whole
-    (`wholetext`, a row per file), a second table over the same folder read by line
-    (`<raw>__lines`), both recorded with their DDL. The next run creates the raw table again as
-    the table of lines it now is and drops the table no feed declares; the landed files stay."""
+def test_tables_over_the_landing_folders_made_by_an_earlier_version_are_dropped(dbt, spark):
+    """A schema made by an earlier version holds external tables over a feed's folder (its raw
+    text table and its file listing), recorded with their DDL. The files are read by the Python
+    workers now: the next run drops those tables, leaves the landed files in place and reads
+    them; a table not recorded there is left alone."""
     _land_demo_pg(dbt)
     s = dbt.schema
     folder = dbt.landing_root / "pg_inventory"
     landed = sorted(f.name for f in folder.iterdir())
     older = {
-        f"{s}.raw_pg_inventory": "wholetext 'true'",
-        f"{s}.raw_pg_inventory__lines": "lineSep '\\n'",
+        f"{s}.raw_pg_inventory": "using text options (lineSep '\\n', recursiveFileLookup 'true')",
+        f"{s}.raw_pg_inventory__files": "using binaryFile options (recursiveFileLookup 'true')",
     }
     spark.sql(f"create schema {s}")
     spark.sql(
         f"create table {s}.changelake_landing_tables "
         "(table_name string, ddl string, recorded_at timestamp) using parquet"
     )
-    for relation, option in older.items():
-        ddl = (
-            f"create table if not exists {relation} (value string) using text "
-            f"options ({option}, recursiveFileLookup 'true') location '{folder}'"
-        )
+    for relation, options in older.items():
+        ddl = f"create table if not exists {relation} {options} location '{folder}'"
         spark.sql(ddl)
         spark.sql(
             f"insert into {s}.changelake_landing_tables values (:table, :ddl, current_timestamp())",
             args={"table": relation, "ddl": ddl},
         )
-    assert spark.sql(f"select count(*) from {s}.raw_pg_inventory").first()[0] == 1
+    spark.sql(f"create table {s}.kept_by_its_owner using text location '{folder}'")
+    assert spark.sql(f"select count(*) from {s}.raw_pg_inventory where value != ''").first()[0] == 8
 
     dbt("run", "--select", "decoded_pg_inventory")
     tables = {t.name for t in spark.catalog.listTables(s)}
-    assert "raw_pg_inventory__lines" not in tables
-    assert {"raw_pg_inventory", "raw_pg_inventory__files"} <= tables
-    # the raw table is the table of lines: the demo file's 8 records
-    lines = spark.sql(f"select count(*) from {s}.raw_pg_inventory where value != ''")
-    assert lines.first()[0] == 8
+    assert not {"raw_pg_inventory", "raw_pg_inventory__files"} & tables
+    assert "kept_by_its_owner" in tables
     assert sorted(f.name for f in folder.iterdir()) == landed
     decoded = f"select count(distinct landed_line) from {s}.decoded_pg_inventory"
     assert spark.sql(decoded).first()[0] == 8
