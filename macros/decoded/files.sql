@@ -36,9 +36,10 @@
 {% macro changelake_list_feed_files(node) %}
     {%- set query = 'select landed_file, landed_file_size, landed_at_micros from changelake_landed_files('
         ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
-        ~ changelake_literal(changelake_feed_meta(node).glob) ~ ') order by landed_file' -%}
+        ~ changelake_literal(changelake_feed_meta(node).glob) ~ ')' -%}
     {%- set listed = [] -%}
-    {%- for row in run_query(query).rows -%}
+    {#- sorted here: an `order by` would have Spark sample the listing first, listing twice -#}
+    {%- for row in run_query(query).rows | sort(attribute='0') -%}
         {%- do listed.append([row[0], row[1], row[2]]) -%}
     {%- endfor -%}
     {%- do changelake_note_files_listed(node.name, listed | length) -%}

@@ -497,7 +497,7 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
     # awkward landed files, built incrementally: every line where it belongs, with its number,
     # Kafka coordinates and reason, and the build's accounting (which counts the landed lines
     # apart from the reader) balances
-    _land_awkward_files(dbt, tmp_path / "awkward", landed)
+    values = _land_awkward_files(dbt, tmp_path / "awkward", landed)
     dbt("build")
     rows = spark.sql(
         f"select landed_file, landed_line, kafka_offset, error_reason "
@@ -524,22 +524,23 @@ def test_every_seed_example_and_conformance_file_as_feeds(dbt, spark, tmp_path, 
         (6, "line is not valid UTF-8"),
         (7, malformed),
     }
-    whole = {(line, 100 + line, None) for line in range(5)}
-    assert read["awkward.dbo.t+0+100.json.gz"] - {(None, None, None)} == whole
-    assert read["awkward.dbo.t+0+200+204.json.gz"] - {(None, None, None)} == {
-        (line, 200 + line, None) for line in range(5)
-    }
-    assert read["awkward.dbo.t+3+500.json"] - {(None, None, None)} == {
-        (line, 500 + line, None) for line in range(5)
-    }
+    for name, first in [
+        ("t+0+100.json.gz", 100),
+        ("t+0+200+204.json.gz", 200),
+        ("t+3+500.json", 500),
+    ]:
+        expected = {(line, first + line, None) for line in range(values)}
+        assert read[f"awkward.dbo.{name}"] - {(None, None, None)} == expected, name
     for cut in ("awkward.dbo.t+1+300.json.gz", "awkward.dbo.t+2+400.json.gz"):
-        assert read[cut] == {(None, None, unread)}, cut
+        # its marker, and its quarantine row
+        assert read[cut] == {(None, None, None), (None, None, unread)}, cut
 
 
-def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, list[str]]]]) -> None:
+def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, list[str]]]]) -> int:
     """Files a reader can trip on: CRLF line ends, blank lines, a last line without its line
     end, invalid UTF-8, malformed kcat lines (not JSON, a field of the wrong type, no offset, an
-    array), and Kafka Connect sink files (whole gzip, cut gzip, not gzip, plain)."""
+    array), and Kafka Connect sink files (whole gzip, cut gzip, not gzip, plain); the number of
+    values each whole sink file holds."""
     (_, canal_lines), *_ = landed["canal_inventory"]
     good = canal_lines[0].encode()
     awkward = folder / "awkward-canal.json"
@@ -577,6 +578,7 @@ def _land_awkward_files(dbt, folder: Path, landed: dict[str, list[tuple[str, lis
     for name, content in sink.items():
         (folder / name).write_bytes(content)
         dbt.land("sqlserver_inventory", folder / name)
+    return len(values)
 
 
 def _compiled_runs(name: str) -> list[Path]:
