@@ -8,8 +8,9 @@ decode(envelope_format, key, value, headers=None) -> list[dict]
 ENVELOPE_FORMATS
     The envelope format names ``decode`` accepts.
 register_udfs(spark)
-    Register every ChangeLake UDF on a SparkSession (see :mod:`python_udfs.spark_udfs`) and the
-    data source that reads landed files (:mod:`python_udfs.landed`).
+    Register every ChangeLake UDF on a SparkSession (see :mod:`python_udfs.spark_udfs`), and the
+    table functions and the data source that list, count and read landed files
+    (:mod:`python_udfs.landed`).
 """
 
 from __future__ import annotations
@@ -21,14 +22,11 @@ from python_udfs.registry import ENVELOPE_FORMATS, decode, decode_unchecked, par
 
 
 def register_udfs(spark: Any) -> list[str]:
-    """Register every ChangeLake UDF and the data source ``changelake_landed`` on ``spark``;
-    return the UDFs' SQL names."""
-    from python_udfs.landed import LandedFiles
-    from python_udfs.spark_udfs import register
+    """Register every ChangeLake UDF, the table functions that list and count landed files and
+    the data source ``changelake_landed`` on ``spark``; return the functions' SQL names."""
+    from python_udfs import landed, spark_udfs
 
-    names = register(spark)
-    spark.dataSource.register(LandedFiles)
-    return names
+    return spark_udfs.register(spark) + landed.register(spark)
 
 
 __all__ = [

@@ -30,7 +30,7 @@ import orjson
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from python_udfs.filesystems import open_file
+from python_udfs.filesystems import list_files, open_file
 from python_udfs.layout import FIELD_NAMES, FIELDS
 from python_udfs.registry import decode_unchecked, header_pairs
 
@@ -601,3 +601,47 @@ class LandedFiles(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         return LandedReader(self.options, schema)
+
+
+class LandedFileListing:
+    """``changelake_landed_files(folder, glob)``: a row a landed file under ``folder`` whose
+    name ``glob`` matches (hidden names left out, as Spark's listing leaves them): its path,
+    size and modification time (epoch microseconds). Listed where the query runs, with the
+    file system's credentials from that process's environment."""
+
+    def eval(self, folder: str, glob: str | None) -> Iterator[tuple[str, int, int]]:
+        yield from list_files(folder, glob or "*")
+
+
+class LandedRecordCount:
+    """``changelake_landed_records(folder, glob, files)``: a row a landed file (of ``files``,
+    an array of paths, or of every file listed when it is null) with the records it holds as
+    the accounting counts them (:func:`python_udfs.landed.landed_records`)."""
+
+    def eval(
+        self, folder: str, glob: str | None, files: list[str] | None
+    ) -> Iterator[tuple[str, int]]:
+        paths = [path for path, _, _ in list_files(folder, glob or "*")] if files is None else files
+        for path in paths:
+            yield path, landed_records(path)
+
+
+# table functions: a feed folder's files, and the records landed in them
+UDTF_NAMES = ("changelake_landed_files", "changelake_landed_records")
+
+
+def register(spark: Any) -> list[str]:
+    """Register the data source ``changelake_landed`` and the table functions
+    ``changelake_landed_files`` and ``changelake_landed_records`` on ``spark``; return the
+    table functions' SQL names."""
+    from pyspark.sql.functions import udtf
+
+    spark.dataSource.register(LandedFiles)
+    listing = udtf(
+        LandedFileListing,
+        returnType="landed_file string, landed_file_size bigint, landed_at_micros bigint",
+    )
+    spark.udtf.register("changelake_landed_files", listing)
+    records = udtf(LandedRecordCount, returnType="landed_file string, records_landed bigint")
+    spark.udtf.register("changelake_landed_records", records)
+    return list(UDTF_NAMES)

@@ -5,8 +5,6 @@ SQL usage (after ``register``)::
     select changelake_decode('debezium', key, payload, headers) as changes from raw
     select changelake_versions(collect_list(struct(change_id, op, position, ...))) from changes
     select changelake_folder_exists('s3://bucket/landing/pg_inventory')
-    select * from changelake_landed_files('s3://bucket/landing/pg_inventory', '*.json*')
-    select * from changelake_landed_records('/landing/pg_inventory', '*', null)
 
 ``headers`` is the flat kcat list ``[name1, value1, name2, value2, ...]`` (array<string>).
 """
@@ -20,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from python_udfs.filesystems import folder_exists, list_files
+from python_udfs.filesystems import folder_exists
 from python_udfs.layout import SPARK_SCHEMA
 from python_udfs.registry import decode_unchecked, header_pairs, parse_format
 
@@ -29,8 +27,6 @@ UDF_NAMES = (
     "changelake_versions",
     "changelake_folder_exists",
 )
-# table functions: a feed folder's files, and the records landed in them
-UDTF_NAMES = ("changelake_landed_files", "changelake_landed_records")
 
 
 def decode_batch(
@@ -107,7 +103,7 @@ def decode_types(spark: Any) -> tuple[Any, pa.DataType]:
 
 def register(spark: Any) -> list[str]:
     """Register the UDFs on ``spark`` (classic or Spark Connect); both run on Arrow batches."""
-    from pyspark.sql.functions import arrow_udf, udf, udtf
+    from pyspark.sql.functions import arrow_udf, udf
 
     from python_udfs.scd2 import VERSIONS_SCHEMA, versions_row
 
@@ -123,36 +119,4 @@ def register(spark: Any) -> list[str]:
     spark.udf.register("changelake_versions", versions_udf)
     exists_udf = udf(folder_exists, returnType="boolean", useArrow=True)
     spark.udf.register("changelake_folder_exists", exists_udf)
-    listing = udtf(
-        LandedFileListing,
-        returnType="landed_file string, landed_file_size bigint, landed_at_micros bigint",
-    )
-    spark.udtf.register("changelake_landed_files", listing)
-    records = udtf(LandedRecordCount, returnType="landed_file string, records_landed bigint")
-    spark.udtf.register("changelake_landed_records", records)
-    return list(UDF_NAMES) + list(UDTF_NAMES)
-
-
-class LandedFileListing:
-    """``changelake_landed_files(folder, glob)``: a row a landed file under ``folder`` whose
-    name ``glob`` matches (hidden names left out, as Spark's listing leaves them): its path,
-    size and modification time (epoch microseconds). Listed where the query runs, with the
-    file system's credentials from that process's environment."""
-
-    def eval(self, folder: str, glob: str | None) -> Iterator[tuple[str, int, int]]:
-        yield from list_files(folder, glob or "*")
-
-
-class LandedRecordCount:
-    """``changelake_landed_records(folder, glob, files)``: a row a landed file (of ``files``,
-    an array of paths, or of every file listed when it is null) with the records it holds as
-    the accounting counts them (:func:`python_udfs.landed.landed_records`)."""
-
-    def eval(
-        self, folder: str, glob: str | None, files: list[str] | None
-    ) -> Iterator[tuple[str, int]]:
-        from python_udfs.landed import landed_records
-
-        paths = [path for path, _, _ in list_files(folder, glob or "*")] if files is None else files
-        for path in paths:
-            yield path, landed_records(path)
+    return list(UDF_NAMES)
