@@ -35,8 +35,7 @@
 #}
 {% macro changelake_list_feed_files(node) %}
     {%- set query = 'select landed_file, landed_file_size, landed_at_micros from changelake_landed_files('
-        ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
-        ~ changelake_literal(changelake_feed_meta(node).glob) ~ ')' -%}
+        ~ changelake_feed_files_args(node) ~ ')' -%}
     {%- set listed = [] -%}
     {#- sorted here: an `order by` would have Spark sample the listing first, listing twice -#}
     {%- for row in run_query(query).rows | sort(attribute='0') -%}

@@ -3,6 +3,12 @@
     {{ return(var('landing_root') ~ '/' ~ changelake_feed_meta(node).path) }}
 {% endmacro %}
 
+{# purpose: SQL of the first arguments of the landing table functions for a feed (its node in the `landing` source): its folder and glob, as literals #}
+{% macro changelake_feed_files_args(node) %}
+    {{ return(changelake_literal(changelake_feed_folder(node)) ~ ', '
+        ~ changelake_literal(changelake_feed_meta(node).glob)) }}
+{% endmacro %}
+
 {#
     purpose: a select of (feed, landing_folder, has_landing_folder, files_listed), a row per feed
     declared in the `landing` source (or per node of `nodes`, some of its nodes): its folder,
@@ -45,8 +51,7 @@
             {%- do counts.update({node.name: noted[node.name]}) -%}
         {%- else -%}
             {%- do selects.append('select ' ~ changelake_literal(node.name) ~ ' as feed, count(*) as files '
-                ~ 'from changelake_landed_files(' ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
-                ~ changelake_literal(changelake_feed_meta(node).glob) ~ ')') -%}
+                ~ 'from changelake_landed_files(' ~ changelake_feed_files_args(node) ~ ')') -%}
         {%- endif -%}
     {%- endfor -%}
     {%- if selects and execute -%}

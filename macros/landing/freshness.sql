@@ -16,10 +16,7 @@
         select
             timestamp_micros(max(landed_at_micros)) as max_loaded_at,
             {{ current_timestamp() }} as snapshotted_at
-        from changelake_landed_files(
-            {{ changelake_literal(changelake_feed_folder(feed)) }},
-            {{ changelake_literal(changelake_feed_meta(feed).glob) }}
-        )
+        from changelake_landed_files({{ changelake_feed_files_args(feed) }})
     {%- endcall -%}
     {{ return(load_result('collect_freshness')) }}
 {% endmacro %}

@@ -56,8 +56,7 @@
             else 'array(' ~ files[node.name] | join(', ') ~ ')' -%}
         {%- do selects.append('select ' ~ changelake_literal(node.name) ~ ' as feed, '
             ~ 'coalesce(sum(records_landed), 0) as records_landed from changelake_landed_records('
-            ~ changelake_literal(changelake_feed_folder(node)) ~ ', '
-            ~ changelake_literal(changelake_feed_meta(node).glob) ~ ', ' ~ only ~ ')') -%}
+            ~ changelake_feed_files_args(node) ~ ', ' ~ only ~ ')') -%}
     {%- endfor -%}
     {{ return(changelake_union_all(selects, 'select cast(null as string) as feed, 0 as records_landed')) }}
 {% endmacro %}
